@@ -1,0 +1,3 @@
+from heapdb.cli import main
+
+main()

@@ -1,0 +1,102 @@
+"""Connections to Neo4j through the official driver.
+
+:func:`connect` is the one way heapdb opens a database: it resolves the settings (see
+:mod:`heapdb.config`), starts the managed Neo4j on demand (saying so on stderr), and turns the
+driver's connection failures into :class:`~heapdb.errors.DatabaseUnavailable` with a message a person
+can act on.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import neo4j
+from neo4j.exceptions import AuthError, ClientError, ConfigurationError, ServiceUnavailable, SessionExpired
+
+from heapdb import config, neo4j_server
+from heapdb.errors import DatabaseUnavailable, QueryError
+
+
+def _to_stderr(message: str) -> None:
+    print(f"heapdb: {message}", file=sys.stderr)
+
+
+@contextmanager
+def translate_errors(conn: config.Connection) -> Iterator[None]:
+    """Turn the driver's exceptions into heapdb's, so callers report them without a traceback."""
+    try:
+        yield
+    except AuthError as e:
+        raise DatabaseUnavailable(f"{conn.describe()} refused the credentials: {e.message}") from None
+    except (ServiceUnavailable, SessionExpired) as e:
+        raise DatabaseUnavailable(f"cannot reach {conn.describe()}: {e}") from None
+    except ClientError as e:
+        raise QueryError(f"Neo4j rejected the query: {e.message}") from None
+
+
+@dataclass
+class Database:
+    """A driver bound to one database name."""
+
+    driver: neo4j.Driver
+    connection: config.Connection
+
+    @property
+    def name(self) -> str:
+        return self.connection.database
+
+    def session(self, *, read_only: bool = False) -> neo4j.Session:
+        access = neo4j.READ_ACCESS if read_only else neo4j.WRITE_ACCESS
+        return self.driver.session(database=self.name, default_access_mode=access)
+
+    def read(self, cypher: str, parameters: dict[str, Any] | None = None, timeout: float | None = None) -> list[dict[str, Any]]:
+        """Run a read-only query in its own transaction and return its rows as dicts."""
+
+        @neo4j.unit_of_work(timeout=timeout)
+        def work(tx: neo4j.ManagedTransaction) -> list[dict[str, Any]]:
+            return [r.data() for r in tx.run(cypher, parameters or {})]
+
+        with translate_errors(self.connection), self.session(read_only=True) as session:
+            return session.execute_read(work)
+
+    def write(self, cypher: str, parameters: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Run a write query in its own transaction and return its rows as dicts."""
+        with translate_errors(self.connection), self.session() as session:
+            return session.execute_write(lambda tx: [r.data() for r in tx.run(cypher, parameters or {})])
+
+    def close(self) -> None:
+        self.driver.close()
+
+    def __enter__(self) -> Database:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def connect(say: Callable[[str], None] = _to_stderr, start_managed: bool = True) -> Database:
+    """Open the configured Neo4j, starting the managed one if that is what is configured."""
+    conn = config.connection()
+    if conn.managed and start_managed and neo4j_server.running_pid() is None:
+        say(f"no NEO4J_URI set: starting the managed Neo4j at {conn.uri} (stop it with `heapdb neo4j stop`)")
+        neo4j_server.start(say=say)
+        conn = config.connection()  # the first start generates the password
+    try:
+        driver = neo4j.GraphDatabase.driver(conn.uri, auth=(conn.user, conn.password))
+    except (ValueError, ConfigurationError) as e:  # a malformed URI
+        raise DatabaseUnavailable(f"cannot use {conn.uri!r} as a Neo4j address: {e}") from None
+    try:
+        with translate_errors(conn):
+            driver.verify_connectivity()
+    except DatabaseUnavailable as e:
+        driver.close()
+        hint = " (start it with `heapdb neo4j start`)" if conn.managed and "refused" not in str(e) else ""
+        raise DatabaseUnavailable(f"{e}{hint}") from None
+    except OSError as e:
+        driver.close()
+        raise DatabaseUnavailable(f"cannot reach {conn.describe()}: {e}") from None
+    return Database(driver, conn)

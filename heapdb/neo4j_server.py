@@ -1,0 +1,486 @@
+"""The Neo4j that heapdb installs and runs itself: no Docker, no tarball, nothing installed by hand.
+
+Neo4j Community 5.26 (LTS) is published on Maven Central. ``install`` asks Maven to resolve the
+``org.neo4j:neo4j`` aggregate, the server (``org.neo4j.app:neo4j-server``) and the Browser into the
+user's ``~/.m2`` cache and records the resulting classpath; nothing is copied. ``start`` runs
+``org.neo4j.server.CommunityEntryPoint`` on the machine's Java 17 with a config heapdb writes.
+
+Layout under ``$XDG_DATA_HOME/heapdb/neo4j``::
+
+    dist/<version>/pom.xml, classpath.txt   what Maven resolved
+    instance/conf/neo4j.conf                written at every start from the settings
+    instance/data, logs, import, run/neo4j.pid
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from heapdb import config
+from heapdb.errors import Neo4jServerError
+
+NEO4J_VERSION = "5.26.30"
+BROWSER_VERSION = "5.24.0"
+ENTRY_POINT = "org.neo4j.server.CommunityEntryPoint"
+ADMIN_TOOL = "org.neo4j.cli.AdminTool"
+
+# The JVM flags of Neo4j's own default neo4j.conf (server.jvm.additional): without the add-opens the
+# page cache falls back to a slower mode, and without native access Netty warns at every start.
+JVM_FLAGS = [
+    "-XX:+UseG1GC",
+    "-XX:-OmitStackTraceInFastThrow",
+    "-XX:+UnlockExperimentalVMOptions",
+    "-XX:+TrustFinalNonStaticFields",
+    "-XX:+DisableExplicitGC",
+    "-Djdk.nio.maxCachedBufferSize=1024",
+    "-Dio.netty.tryReflectionSetAccessible=true",
+    "-Djdk.tls.ephemeralDHKeySize=2048",
+    "-Djdk.tls.rejectClientInitiatedRenegotiation=true",
+    "-XX:FlightRecorderOptions=stackdepth=256",
+    "-XX:+UnlockDiagnosticVMOptions",
+    "-XX:+DebugNonSafepoints",
+    "--add-opens=java.base/java.nio=ALL-UNNAMED",
+    "--add-opens=java.base/java.io=ALL-UNNAMED",
+    "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+    "--enable-native-access=ALL-UNNAMED",
+    "-Dlog4j2.disable.jmx=true",
+    "-Dlog4j.layout.jsonTemplate.maxStringLength=32768",
+]
+
+POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <!-- Written by heapdb: resolves Neo4j Community from Maven Central into ~/.m2. -->
+  <groupId>heapdb.local</groupId>
+  <artifactId>managed-neo4j</artifactId>
+  <version>{neo4j}</version>
+  <packaging>pom</packaging>
+  <dependencies>
+    <dependency><groupId>org.neo4j</groupId><artifactId>neo4j</artifactId><version>{neo4j}</version></dependency>
+    <dependency><groupId>org.neo4j.app</groupId><artifactId>neo4j-server</artifactId><version>{neo4j}</version></dependency>
+    <dependency><groupId>org.neo4j.client</groupId><artifactId>neo4j-browser</artifactId><version>{browser}</version></dependency>
+  </dependencies>
+</project>
+"""
+
+Say = Callable[[str], None]
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+@dataclass(frozen=True)
+class Paths:
+    root: Path
+
+    @property
+    def dist(self) -> Path:
+        return self.root / "dist" / NEO4J_VERSION
+
+    @property
+    def classpath_file(self) -> Path:
+        return self.dist / "classpath.txt"
+
+    @property
+    def instance(self) -> Path:
+        return self.root / "instance"
+
+    @property
+    def conf_dir(self) -> Path:
+        return self.instance / "conf"
+
+    @property
+    def data(self) -> Path:
+        return self.instance / "data"
+
+    @property
+    def logs(self) -> Path:
+        return self.instance / "logs"
+
+    @property
+    def import_dir(self) -> Path:
+        return self.instance / "import"
+
+    @property
+    def pid_file(self) -> Path:
+        return self.instance / "run" / "neo4j.pid"
+
+
+def paths() -> Paths:
+    return Paths(config.data_dir() / "neo4j")
+
+
+# --- tools -------------------------------------------------------------------------------------
+
+
+def java_executable() -> str:
+    """The java to run Neo4j with: ``$JAVA_HOME/bin/java``, else the one on PATH; it must be 17+."""
+    java_home = os.environ.get("JAVA_HOME")
+    java = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
+    if not java or not os.access(java, os.X_OK):
+        raise Neo4jServerError("Java 17 is needed to run Neo4j, but no `java` was found (install openjdk-17-jre-headless or set JAVA_HOME)")
+    major = java_major_version(java)
+    if major < 17:
+        raise Neo4jServerError(f"Neo4j {NEO4J_VERSION} needs Java 17 or newer; {java} is Java {major}")
+    return java
+
+
+def java_major_version(java: str) -> int:
+    out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60)
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', out.stderr + out.stdout)
+    if not match:
+        raise Neo4jServerError(f"cannot tell the version of {java}: {out.stderr.strip()[:200]}")
+    major = int(match.group(1))
+    return int(match.group(2)) if major == 1 else major  # "1.8" style
+
+
+def _mvn() -> str:
+    mvn = shutil.which("mvn")
+    if not mvn:
+        raise Neo4jServerError("Maven (`mvn`) is needed to fetch Neo4j from Maven Central; install the `maven` package")
+    return mvn
+
+
+# --- install -----------------------------------------------------------------------------------
+
+
+def is_installed() -> bool:
+    cp = paths().classpath_file
+    return cp.exists() and all(Path(j).exists() for j in classpath())
+
+
+def classpath() -> list[str]:
+    text = paths().classpath_file.read_text().strip()
+    return [entry for entry in text.split(os.pathsep) if entry]
+
+
+def resolve(say: Say = _quiet) -> None:
+    """Have Maven fetch Neo4j's jars into ~/.m2 and record the classpath. Idempotent."""
+    if is_installed():
+        return
+    java_executable()
+    mvn = _mvn()
+    p = paths()
+    p.dist.mkdir(parents=True, exist_ok=True)
+    (p.dist / "pom.xml").write_text(POM.format(neo4j=NEO4J_VERSION, browser=BROWSER_VERSION))
+    say(f"Resolving Neo4j {NEO4J_VERSION} from Maven Central (about 140 MB the first time, cached in ~/.m2)...")
+    started = time.monotonic()
+    result = subprocess.run(
+        [mvn, "-B", "-q", "dependency:build-classpath", f"-Dmdep.outputFile={p.classpath_file}"],
+        cwd=p.dist,
+        capture_output=True,
+        text=True,
+    )
+    if result.returncode != 0 or not p.classpath_file.exists():
+        tail = (result.stdout + result.stderr).strip().splitlines()[-5:]
+        p.classpath_file.unlink(missing_ok=True)
+        raise Neo4jServerError(
+            f"could not fetch Neo4j {NEO4J_VERSION} from Maven Central (mvn exit {result.returncode}): "
+            + " | ".join(line.strip() for line in tail)
+        )
+    say(f"Resolved {len(classpath())} jars in {time.monotonic() - started:.0f} s.")
+
+
+def install(settings: config.ManagedSettings | None = None, say: Say = _quiet) -> config.ManagedSettings:
+    """Resolve Neo4j (see :func:`resolve`) and prepare the instance. Idempotent.
+
+    Stores ``settings`` (ports, memory) in the config file, generating the password on first install,
+    and sets that password on the fresh database before its first start.
+    """
+    resolve(say)
+    p = paths()
+    settings = settings or config.managed_settings()
+    config.save_managed_settings(settings)
+    for d in (p.conf_dir, p.data, p.logs, p.import_dir, p.pid_file.parent):
+        d.mkdir(parents=True, exist_ok=True)
+    write_conf(settings)
+    if not (p.data / "dbms").exists():
+        _set_initial_password(settings.password)
+    return settings
+
+
+def _neo4j_env() -> dict[str, str]:
+    p = paths()
+    return {**os.environ, "NEO4J_HOME": str(p.instance), "NEO4J_CONF": str(p.conf_dir)}
+
+
+def _set_initial_password(password: str) -> None:
+    result = subprocess.run(
+        [java_executable(), "-cp", os.pathsep.join(classpath()), ADMIN_TOOL, "dbms", "set-initial-password", password],
+        env=_neo4j_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    if result.returncode != 0:
+        raise Neo4jServerError(f"could not set the initial password: {(result.stderr or result.stdout).strip()[-300:]}")
+
+
+def write_conf(settings: config.ManagedSettings) -> None:
+    """Write neo4j.conf: loopback only, auth on, usage reporting off, memory from the settings."""
+    p = paths()
+    lines = [
+        "# Written by heapdb at every start from its config file; edit that instead.",
+        "server.default_listen_address=127.0.0.1",
+        "server.default_advertised_address=127.0.0.1",
+        f"server.bolt.listen_address=127.0.0.1:{settings.bolt_port}",
+        f"server.bolt.advertised_address=127.0.0.1:{settings.bolt_port}",
+        f"server.http.listen_address=127.0.0.1:{settings.http_port}",
+        f"server.http.advertised_address=127.0.0.1:{settings.http_port}",
+        "server.https.enabled=false",
+        "dbms.security.auth_enabled=true",
+        "dbms.usage_report.enabled=false",
+        f"server.memory.heap.initial_size={settings.heap}",
+        f"server.memory.heap.max_size={settings.heap}",
+        f"server.memory.pagecache.size={settings.pagecache}",
+        # Snapshots are re-loadable from their files: keep transaction logs short instead of for days.
+        "db.tx_log.rotation.retention_policy=2 files",
+        "db.tx_log.preallocate=false",
+        f"server.directories.data={p.data}",
+        f"server.directories.logs={p.logs}",
+        f"server.directories.import={p.import_dir}",
+        f"server.directories.run={p.pid_file.parent}",
+    ]
+    p.conf_dir.mkdir(parents=True, exist_ok=True)
+    (p.conf_dir / "neo4j.conf").write_text("\n".join(lines) + "\n")
+
+
+# --- run ---------------------------------------------------------------------------------------
+
+
+def running_pid() -> int | None:
+    """The pid of this instance's Neo4j if it runs (checked against the process's command line)."""
+    pid_file = paths().pid_file
+    try:
+        pid = int(pid_file.read_text().strip())
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except (FileNotFoundError, ValueError, ProcessLookupError):
+        return None
+    if ENTRY_POINT in cmdline and str(paths().instance) in cmdline:
+        return pid
+    return None  # a stale pid file whose number was reused
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port() -> int:
+    """A TCP port on loopback that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _bolt_answers(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def log_tail(lines: int = 15) -> str:
+    """The last lines of Neo4j's logs, for error messages."""
+    out = []
+    for name in ("neo4j.log", "console.log"):
+        path = paths().logs / name
+        if path.exists():
+            text = path.read_text(errors="replace").strip().splitlines()[-lines:]
+            if text:
+                out.append(f"--- {path} ---\n" + "\n".join(text))
+    return "\n".join(out) or "(no log written)"
+
+
+def start(timeout: float = 180, say: Say = _quiet) -> bool:
+    """Start the managed Neo4j in the background and wait until Bolt answers.
+
+    Returns False when it was already running (starting twice is harmless), True when started.
+    Installs first if needed.
+    """
+    settings = config.managed_settings()
+    if not is_installed() or not settings.password:
+        settings = install(settings, say=say)
+    if running_pid() is not None:
+        if _wait_for_bolt(settings, timeout):
+            return False
+        raise Neo4jServerError(f"Neo4j runs (pid {running_pid()}) but Bolt does not answer on port {settings.bolt_port}\n{log_tail()}")
+    for label, port in (("Bolt", settings.bolt_port), ("HTTP", settings.http_port)):
+        if not _port_free(port):
+            raise Neo4jServerError(
+                f"the {label} port {port} is taken by another process; pick another with "
+                f"`heapdb neo4j install --{label.lower()}-port N` (or `auto`)"
+            )
+    java = java_executable()
+    write_conf(settings)
+    p = paths()
+    p.logs.mkdir(parents=True, exist_ok=True)
+    p.pid_file.parent.mkdir(parents=True, exist_ok=True)
+    # An argument file keeps the 200-jar classpath out of `ps` and off the command-line length limit.
+    argfile = p.pid_file.parent / "java.args"
+    argfile.write_text('-cp\n"' + os.pathsep.join(classpath()) + '"\n')
+    command = [
+        java,
+        f"-Xms{settings.heap}",
+        f"-Xmx{settings.heap}",
+        *JVM_FLAGS,
+        f"@{argfile}",
+        ENTRY_POINT,
+        f"--home-dir={p.instance}",
+        f"--config-dir={p.conf_dir}",
+    ]
+    say(f"Starting Neo4j {NEO4J_VERSION} on bolt://127.0.0.1:{settings.bolt_port} (heap {settings.heap}, page cache {settings.pagecache})...")
+    started = time.monotonic()
+    with open(p.logs / "console.log", "ab") as console:
+        process = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=console,
+            stderr=subprocess.STDOUT,
+            env=_neo4j_env(),
+            cwd=p.instance,
+            start_new_session=True,  # survives the heapdb process, ignores its Ctrl-C
+        )
+    p.pid_file.write_text(f"{process.pid}\n")
+    deadline = started + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            p.pid_file.unlink(missing_ok=True)
+            raise Neo4jServerError(f"Neo4j exited with code {process.returncode} while starting\n{log_tail()}")
+        if _bolt_answers(settings.bolt_port) and _driver_ready(settings):
+            say(f"Neo4j is up after {time.monotonic() - started:.1f} s.")
+            return True
+        time.sleep(0.5)
+    _terminate(process.pid, 30)
+    p.pid_file.unlink(missing_ok=True)
+    raise Neo4jServerError(f"Neo4j did not answer on Bolt port {settings.bolt_port} within {timeout:.0f} s\n{log_tail()}")
+
+
+def _driver_ready(settings: config.ManagedSettings) -> bool:
+    """Bolt accepting a socket is not enough: the database may still be starting."""
+    import neo4j
+
+    try:
+        with neo4j.GraphDatabase.driver(f"bolt://127.0.0.1:{settings.bolt_port}", auth=("neo4j", settings.password)) as driver:
+            driver.execute_query("RETURN 1")
+        return True
+    except neo4j.exceptions.AuthError as e:
+        raise Neo4jServerError(f"the managed Neo4j refused heapdb's stored password: {e.message}") from None
+    except Exception:
+        return False
+
+
+def _wait_for_bolt(settings: config.ManagedSettings, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if _bolt_answers(settings.bolt_port) and _driver_ready(settings):
+            return True
+        if running_pid() is None:
+            return False
+        time.sleep(0.5)
+    return False
+
+
+def _terminate(pid: int, timeout: float) -> None:
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        _reap(pid)
+        time.sleep(0.2)
+    os.kill(pid, signal.SIGKILL)
+
+
+def _reap(pid: int) -> None:
+    # When this process started Neo4j (tests do), its zombie must be collected for kill(pid, 0) to fail.
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def stop(timeout: float = 120, say: Say = _quiet) -> bool:
+    """Shut Neo4j down cleanly (SIGTERM, then SIGKILL after ``timeout``). False if it was not running."""
+    pid = running_pid()
+    if pid is None:
+        paths().pid_file.unlink(missing_ok=True)
+        return False
+    say(f"Stopping Neo4j (pid {pid})...")
+    _terminate(pid, timeout)
+    paths().pid_file.unlink(missing_ok=True)
+    return True
+
+
+def _dir_size(path: Path) -> int:
+    total = 0
+    for root, _, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_size
+            except OSError:
+                pass
+    return total
+
+
+def status() -> dict[str, object]:
+    """What a person wants to know about the managed instance, as data."""
+    p = paths()
+    settings = config.managed_settings()
+    pid = running_pid()
+    info: dict[str, object] = {
+        "installed": is_installed(),
+        "neo4j_version": NEO4J_VERSION,
+        "browser_version": BROWSER_VERSION,
+        "running": pid is not None,
+        "pid": pid,
+        "bolt_uri": f"bolt://127.0.0.1:{settings.bolt_port}",
+        "browser_url": f"http://127.0.0.1:{settings.http_port}/browser/",
+        "heap": settings.heap,
+        "pagecache": settings.pagecache,
+        "home": str(p.instance),
+        "data_bytes": _dir_size(p.data) if p.data.exists() else 0,
+    }
+    if pid is not None:
+        import neo4j
+
+        try:
+            with neo4j.GraphDatabase.driver(info["bolt_uri"], auth=("neo4j", settings.password)) as driver:
+                records, _, _ = driver.execute_query("CALL dbms.components() YIELD name, versions, edition RETURN *")
+            info["server"] = [f"{r['name']} {r['versions'][0]} {r['edition']}" for r in records]
+        except Exception as e:  # status must report, not fail
+            info["server"] = f"not answering: {e}"
+    return info
+
+
+if __name__ == "__main__":  # `python -m heapdb.neo4j_server resolve`, used by scripts/bootstrap.sh
+    import sys
+
+    from heapdb.errors import HeapdbError
+
+    if sys.argv[1:] != ["resolve"]:
+        sys.exit("usage: python -m heapdb.neo4j_server resolve")
+    try:
+        resolve(say=lambda message: print(message, file=sys.stderr))
+    except HeapdbError as e:
+        sys.exit(f"heapdb: error: {e}")

@@ -1,0 +1,192 @@
+"""The in-memory heap graph: compact numpy arrays shared by every reader, the analysis and the loader.
+
+A reader turns a snapshot file into one :class:`HeapGraph`; everything downstream (dominators,
+retained sizes, the Neo4j writer, the Chrome exporter) works on these arrays and never holds a Python
+object per heap object.
+
+Conventions every reader follows:
+
+- Nodes are numbered ``0..n-1`` (their *index*); ``ids`` holds the snapshot's own object id (a V8 node
+  id, a Luau address, a snap.bin object id). Ids are unique within a graph.
+- There is exactly one root node, ``graph.root``. Every GC root of the runtime hangs below it through
+  edges. For V8 it is the snapshot's own synthetic root (node 0). Other readers add a synthetic node of
+  kind ``"synthetic"`` named ``"(root)"``, with one synthetic ``"(<kind> roots)"`` node per root kind
+  below it (mirroring V8's ``(GC roots)`` layout), so a retainer path always starts with its root kind.
+- Edges are stored CSR by source: the out-edges of node ``i`` are ``edge_start[i]:edge_start[i+1]``.
+- ``edge_name`` is an index into ``strings``, except for the kinds in :data:`NUMERIC_NAME_KINDS`
+  (array elements, V8 hidden edges) where it is the integer index itself.
+- ``type`` is the class a person groups objects by (a JavaScript constructor name, ``"(closure)"``,
+  ``"table"``), ``name`` the object's own name or value (a function name, a string's contents);
+  both index ``strings``. ``kind`` indexes ``node_kinds``, the runtime's own coarse node types.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any
+
+import numpy as np
+
+
+class EdgeKind(IntEnum):
+    """What a reference is. V8's edge types, plus plain strong references for runtimes without them."""
+
+    CONTEXT = 0  # a variable captured in a closure's context
+    ELEMENT = 1  # an array element; the name is the index
+    PROPERTY = 2  # a named property
+    INTERNAL = 3  # a VM-internal strong reference
+    HIDDEN = 4  # V8 hidden reference; the name is an index
+    SHORTCUT = 5  # V8 shortcut: a summary edge that duplicates a longer path (retains only from the root)
+    WEAK = 6  # never retains, never on a retainer path
+    REFERENCE = 7  # a strong reference from a runtime that has no finer kinds (Luau, Python, snap.bin)
+
+
+NUMERIC_NAME_KINDS = frozenset({EdgeKind.ELEMENT, EdgeKind.HIDDEN})
+
+EDGE_KIND_NAMES: tuple[str, ...] = tuple(k.name.lower() for k in EdgeKind)
+
+
+class Detachedness(IntEnum):
+    """Whether a DOM-backed object is attached to a live document (V8's node field)."""
+
+    UNKNOWN = 0
+    ATTACHED = 1
+    DETACHED = 2
+
+
+@dataclass
+class HeapGraph:
+    """A heap snapshot as arrays. See the module docstring for the conventions."""
+
+    ids: np.ndarray  # int64[n]
+    kind: np.ndarray  # uint8[n], index into node_kinds
+    type: np.ndarray  # int32[n], index into strings
+    name: np.ndarray  # int32[n], index into strings
+    self_size: np.ndarray  # int64[n]
+    edge_start: np.ndarray  # int64[n + 1]
+    edge_to: np.ndarray  # int32[m]
+    edge_kind: np.ndarray  # uint8[m], an EdgeKind
+    edge_name: np.ndarray  # uint32[m]
+    strings: list[str]
+    node_kinds: list[str]
+    root: int = 0
+    detachedness: np.ndarray | None = None  # uint8[n], a Detachedness, when the format records it
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def node_count(self) -> int:
+        return int(self.ids.shape[0])
+
+    @property
+    def edge_count(self) -> int:
+        return int(self.edge_to.shape[0])
+
+    def out_edges(self, node: int) -> range:
+        """The edge positions of ``node``'s references."""
+        return range(int(self.edge_start[node]), int(self.edge_start[node + 1]))
+
+    def edge_label(self, edge: int) -> str:
+        """The edge's name as text: a property name, or an element index."""
+        kind = EdgeKind(int(self.edge_kind[edge]))
+        value = int(self.edge_name[edge])
+        return str(value) if kind in NUMERIC_NAME_KINDS else self.strings[value]
+
+    def type_name(self, node: int) -> str:
+        return self.strings[int(self.type[node])]
+
+    def node_name(self, node: int) -> str:
+        return self.strings[int(self.name[node])]
+
+    def edge_sources(self) -> np.ndarray:
+        """The source node of every edge (int32[m]), expanded from the CSR offsets."""
+        counts = np.diff(self.edge_start)
+        return np.repeat(np.arange(self.node_count, dtype=np.int32), counts)
+
+    def validate(self) -> None:
+        """Check shapes, dtypes and index ranges; raise ValueError naming the first problem.
+
+        Readers call this before returning, so analysis kernels can index without bounds checks.
+        """
+        n, m = self.node_count, self.edge_count
+        expect = {
+            "ids": (self.ids, np.int64, n),
+            "kind": (self.kind, np.uint8, n),
+            "type": (self.type, np.int32, n),
+            "name": (self.name, np.int32, n),
+            "self_size": (self.self_size, np.int64, n),
+            "edge_start": (self.edge_start, np.int64, n + 1),
+            "edge_to": (self.edge_to, np.int32, m),
+            "edge_kind": (self.edge_kind, np.uint8, m),
+            "edge_name": (self.edge_name, np.uint32, m),
+        }
+        if self.detachedness is not None:
+            expect["detachedness"] = (self.detachedness, np.uint8, n)
+        for label, (array, dtype, length) in expect.items():
+            if array.dtype != dtype or array.ndim != 1 or array.shape[0] != length:
+                raise ValueError(
+                    f"{label}: expected {dtype.__name__}[{length}], got {array.dtype}{list(array.shape)}"
+                )
+        if n == 0:
+            raise ValueError("the graph has no nodes")
+        if not 0 <= self.root < n:
+            raise ValueError(f"root {self.root} is not a node index")
+        if self.edge_start[0] != 0 or self.edge_start[-1] != m or np.any(np.diff(self.edge_start) < 0):
+            raise ValueError("edge_start is not a monotone CSR offset array ending at the edge count")
+        if m and (self.edge_to.min() < 0 or self.edge_to.max() >= n):
+            raise ValueError("an edge points outside the node range")
+        if m and self.edge_kind.max() > max(EdgeKind):
+            raise ValueError("an edge has an unknown kind")
+        strings = len(self.strings)
+        for label, array in (("type", self.type), ("name", self.name)):
+            if n and (array.min() < 0 or array.max() >= strings):
+                raise ValueError(f"a node's {label} is not a string index")
+        if n and self.kind.max() >= len(self.node_kinds):
+            raise ValueError("a node's kind is not an index into node_kinds")
+        named = ~np.isin(self.edge_kind, [int(k) for k in NUMERIC_NAME_KINDS])
+        if m and named.any() and self.edge_name[named].max() >= strings:
+            raise ValueError("an edge's name is not a string index")
+        if np.unique(self.ids).shape[0] != n:
+            raise ValueError("object ids are not unique")
+
+
+def csr_from_coo(
+    node_count: int,
+    src: np.ndarray,
+    dst: np.ndarray,
+    kind: np.ndarray,
+    name: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Sort edges given as parallel arrays into CSR order, keeping each node's edge order.
+
+    Returns ``(edge_start, edge_to, edge_kind, edge_name)`` with the dtypes :class:`HeapGraph` wants.
+    """
+    src = np.asarray(src, dtype=np.int64)
+    order = np.argsort(src, kind="stable")
+    counts = np.bincount(src, minlength=node_count)
+    edge_start = np.zeros(node_count + 1, dtype=np.int64)
+    np.cumsum(counts, out=edge_start[1:])
+    return (
+        edge_start,
+        np.asarray(dst, dtype=np.int32)[order],
+        np.asarray(kind, dtype=np.uint8)[order],
+        np.asarray(name, dtype=np.uint32)[order],
+    )
+
+
+class StringTable:
+    """Interns strings into the ``strings`` list of a graph being built."""
+
+    def __init__(self, initial: list[str] | None = None) -> None:
+        self.strings: list[str] = []
+        self._index: dict[str, int] = {}
+        for s in initial or [""]:
+            self.intern(s)
+
+    def intern(self, s: str) -> int:
+        index = self._index.get(s)
+        if index is None:
+            index = len(self.strings)
+            self.strings.append(s)
+            self._index[s] = index
+        return index

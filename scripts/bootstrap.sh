@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Installs everything heapdb needs for development, tests and the demo. Safe to run again: each step
+# checks first and downloads go to the usual per-user caches (~/.cache/pip, ~/.npm, ~/.m2).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf '==> %s\n' "$*" >&2; }
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+# 1. Debian packages: Java 17 and Maven run Neo4j, Node runs the V8 test programs and memlab,
+#    Chromium checks the Neo4j Browser and takes browser heap snapshots, graphviz renders SVG.
+missing=()
+command -v java >/dev/null || missing+=(openjdk-17-jre-headless)
+command -v mvn >/dev/null || missing+=(maven)
+command -v node >/dev/null || missing+=(nodejs)
+command -v npm >/dev/null || missing+=(npm)
+command -v chromium >/dev/null || missing+=(chromium)
+command -v dot >/dev/null || missing+=(graphviz)
+command -v python3 >/dev/null || missing+=(python3 python3-venv)
+if [ ${#missing[@]} -gt 0 ]; then
+  log "installing Debian packages: ${missing[*]}"
+  as_root apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# 2. Python: a virtualenv in .venv with heapdb installed editable, plus the test tools.
+if [ ! -x .venv/bin/python ]; then
+  log "creating .venv"
+  python3 -m venv .venv
+fi
+stamp=.venv/.heapdb-installed
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  log "installing heapdb and its Python dependencies into .venv"
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -e '.[test]'
+  touch "$stamp"
+fi
+
+# 3. Node tools for the tests and benchmarks (memlab as an independent oracle). Puppeteer's own
+#    browser download is skipped: heapdb never drives a browser through it.
+if [ -f tests/js/package-lock.json ]; then
+  if [ ! -d tests/js/node_modules ] || [ tests/js/package-lock.json -nt tests/js/node_modules ]; then
+    log "installing Node tools (memlab) into tests/js/node_modules"
+    (cd tests/js && PUPPETEER_SKIP_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
+    touch tests/js/node_modules
+  fi
+fi
+
+# 4. Neo4j's jars from Maven Central into ~/.m2 (the managed instance is set up by `heapdb neo4j install`).
+log "resolving Neo4j from Maven Central (cached in ~/.m2)"
+.venv/bin/python -m heapdb.neo4j_server resolve

@@ -1,0 +1,59 @@
+"""One real Neo4j for the whole test session, managed by heapdb itself.
+
+The session gets its own XDG data and config directories (so tests never touch a person's own
+heapdb instance or config) and free ports. Maven's ~/.m2 is shared, so after the first run the
+install is only a classpath lookup. Tests that write data use unique snapshot tags and drop them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from heapdb import config, db, neo4j_server
+
+CONNECTION_VARIABLES = ("NEO4J_URI", "NEO4J_USER", "NEO4J_PASSWORD", "NEO4J_DATABASE")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def isolated_heapdb_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Point heapdb's XDG directories at a temporary home for the whole session."""
+    home = tmp_path_factory.mktemp("heapdb-home")
+    saved = {k: os.environ.get(k) for k in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", *CONNECTION_VARIABLES)}
+    os.environ["XDG_DATA_HOME"] = str(home / "data")
+    os.environ["XDG_CONFIG_HOME"] = str(home / "config")
+    for variable in CONNECTION_VARIABLES:
+        os.environ.pop(variable, None)  # the tests use the managed instance, whatever the shell says
+    yield home
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+@pytest.fixture(scope="session")
+def neo4j_server_settings(isolated_heapdb_home: Path) -> Iterator[config.ManagedSettings]:
+    """A running managed Neo4j on free ports; stopped at the end of the session."""
+    settings = config.ManagedSettings(
+        bolt_port=neo4j_server.free_port(),
+        http_port=neo4j_server.free_port(),
+        heap=os.environ.get("HEAPDB_TEST_NEO4J_HEAP", "1g"),
+        pagecache=os.environ.get("HEAPDB_TEST_NEO4J_PAGECACHE", "1g"),
+    )
+    settings = neo4j_server.install(settings)
+    neo4j_server.start(timeout=240)
+    try:
+        yield settings
+    finally:
+        neo4j_server.stop()
+
+
+@pytest.fixture(scope="session")
+def database(neo4j_server_settings: config.ManagedSettings) -> Iterator[db.Database]:
+    """A heapdb :class:`~heapdb.db.Database` connected to the session's Neo4j."""
+    with db.connect(start_managed=False) as database:
+        yield database

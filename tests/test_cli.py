@@ -1,0 +1,67 @@
+"""The command line itself: help everywhere, a version, and one error path without tracebacks."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import click
+from click.testing import CliRunner
+
+import heapdb
+from heapdb.cli import main
+
+
+def all_commands(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    found = [prefix]
+    for name, command in group.commands.items():
+        if isinstance(command, click.Group):
+            found += all_commands(command, (*prefix, name))
+        else:
+            found.append((*prefix, name))
+    return found
+
+
+def test_every_command_has_help() -> None:
+    runner = CliRunner()
+    commands = all_commands(main)
+    assert ("neo4j", "start") in commands and ("cypher",) in commands
+    for path in commands:
+        result = runner.invoke(main, [*path, "--help"])
+        assert result.exit_code == 0, (path, result.output)
+        assert "Usage:" in result.output
+        # Each command says what it is for, not only its usage line.
+        assert len(result.output.splitlines()) > 3, path
+
+
+def test_version() -> None:
+    result = subprocess.run([sys.executable, "-m", "heapdb", "--version"], capture_output=True, text=True)
+    assert result.returncode == 0
+    assert heapdb.__version__ in result.stdout
+
+
+def test_user_error_has_no_traceback_and_debug_shows_it(tmp_path) -> None:
+    env_uri = {"NEO4J_URI": "bogus://nowhere", "NEO4J_PASSWORD": "x"}
+    plain = subprocess.run(
+        [sys.executable, "-m", "heapdb", "cypher", "RETURN 1"], capture_output=True, text=True, env={**_env(), **env_uri}
+    )
+    assert plain.returncode == 3
+    assert plain.stderr.startswith("heapdb: error: cannot use 'bogus://nowhere' as a Neo4j address")
+    assert "Traceback" not in plain.stderr
+    debug = subprocess.run(
+        [sys.executable, "-m", "heapdb", "--debug", "cypher", "RETURN 1"], capture_output=True, text=True, env={**_env(), **env_uri}
+    )
+    assert debug.returncode != 0
+    assert "Traceback" in debug.stderr
+
+
+def test_unknown_command_is_a_usage_error() -> None:
+    result = CliRunner().invoke(main, ["no-such-command"])
+    assert result.exit_code == 2
+    assert "No such command" in result.output
+
+
+def _env() -> dict[str, str]:
+    import os
+
+    return dict(os.environ)
