@@ -86,7 +86,9 @@ def connect(say: Callable[[str], None] = _to_stderr, start_managed: bool = True)
         neo4j_server.start(say=say)
         conn = config.connection()  # the first start generates the password
     try:
-        driver = neo4j.GraphDatabase.driver(conn.uri, auth=(conn.user, conn.password))
+        # Notifications (deprecations, unknown property names on an empty database) are for people
+        # writing queries in the Browser; heapdb's own queries are tested, so they would be noise.
+        driver = neo4j.GraphDatabase.driver(conn.uri, auth=(conn.user, conn.password), notifications_min_severity="OFF")
     except (ValueError, ConfigurationError) as e:  # a malformed URI
         raise DatabaseUnavailable(f"cannot use {conn.uri!r} as a Neo4j address: {e}") from None
     try:

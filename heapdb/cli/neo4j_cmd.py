@@ -8,6 +8,7 @@ import click
 
 from heapdb import config, db, neo4j_server
 from heapdb.cli import main
+from heapdb.units import human_bytes
 
 
 def _say(message: str) -> None:
@@ -86,15 +87,6 @@ def stop(timeout: float) -> None:
         click.echo("Neo4j was not running.")
 
 
-def _human_bytes(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{n} B"
-
-
 @neo4j_group.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
 def status(as_json: bool) -> None:
@@ -110,7 +102,7 @@ def status(as_json: bool) -> None:
         f"bolt:      {info['bolt_uri']}",
         f"browser:   {info['browser_url']}",
         f"memory:    heap {info['heap']}, page cache {info['pagecache']}",
-        f"data:      {_human_bytes(int(info['data_bytes']))} in {info['home']}",
+        f"data:      {human_bytes(int(info['data_bytes']))} in {info['home']}",
     ]
     if "server" in info:
         server = info["server"]

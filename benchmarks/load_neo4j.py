@@ -1,0 +1,160 @@
+"""Neo4j ingestion: heapdb's loader against the other ways in, side by side in one run.
+
+For one synthetic heap (default 1M objects / 4M references, ``benchmarks/synth.py``) it measures:
+
+- ``unwind``: heapdb's own path (``heapdb.loader.store.load``): UNWIND batches over Bolt (with
+  neo4j-rust-ext), relationship ends found through the ``(sid, id)`` uniqueness index, two writers;
+- ``load-csv``: CSV files in Neo4j's import directory, ``LOAD CSV`` with ``CALL {} IN TRANSACTIONS``;
+- ``load-csv-concurrent``: the same with ``IN 2 CONCURRENT TRANSACTIONS``;
+- ``neo4j-admin``: ``neo4j-admin database import full`` of the same graph into a scratch database,
+  offline: the ceiling for getting data into Neo4j on this machine.
+
+It needs the managed Neo4j (``heapdb neo4j start``), since LOAD CSV reads from its import directory,
+and prints a Markdown table. Run from the repository root:
+
+    .venv/bin/python -m benchmarks.load_neo4j --objects 1M --references 4M
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.synth import parse_count, synth_graph
+from heapdb import db, neo4j_server
+from heapdb.loader import analysis, store
+from heapdb.loader.graph import EDGE_KIND_NAMES, HeapGraph
+
+
+def write_csvs(graph: HeapGraph, result: analysis.Analysis, directory: Path, admin_headers: bool) -> tuple[Path, Path]:
+    """Objects and references as CSV; neo4j-admin wants typed headers, LOAD CSV plain ones."""
+    nodes, refs = directory / "objects.csv", directory / "references.csv"
+    ids = graph.ids.tolist()
+    types = [graph.strings[t] for t in graph.type.tolist()]
+    with open(nodes, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow([":ID", "sid:long", "id:long", "type", "self_size:long", "retained_size:long", "distance:long"] if admin_headers else ["id", "type", "self_size", "retained_size", "distance"])
+        for i, t, s, r, d in zip(ids, types, graph.self_size.tolist(), result.retained_size.tolist(), result.distance.tolist()):
+            w.writerow([i, 1, i, t, s, r, d] if admin_headers else [i, t, s, r, d])
+    sources = graph.ids[graph.edge_sources()].tolist()
+    targets = graph.ids[graph.edge_to].tolist()
+    kinds = [EDGE_KIND_NAMES[k] for k in graph.edge_kind.tolist()]
+    rel_type = np.where(result.retaining, "REF", "WEAK_REF").tolist()
+    with open(refs, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow([":START_ID", ":END_ID", ":TYPE", "kind"] if admin_headers else ["from", "to", "type", "kind"])
+        for a, b, t, k in zip(sources, targets, rel_type, kinds):
+            w.writerow([a, b, t, k])
+    return nodes, refs
+
+
+def bench_unwind(database: db.Database, data: store.LoadInput, tag: str) -> store.LoadReport:
+    return store.load(database, data, tag)
+
+
+def bench_load_csv(database: db.Database, graph: HeapGraph, result: analysis.Analysis, concurrent: bool) -> float:
+    import_dir = neo4j_server.paths().import_dir
+    nodes, refs = write_csvs(graph, result, import_dir, admin_headers=False)
+    mode = "IN 2 CONCURRENT TRANSACTIONS OF 20000 ROWS" if concurrent else "IN TRANSACTIONS OF 20000 ROWS"
+    sid = -int(time.time())  # a sid no real snapshot uses, deleted afterwards
+    started = time.monotonic()
+    with database.session() as session:
+        session.run(
+            f"LOAD CSV WITH HEADERS FROM 'file:///{nodes.name}' AS r CALL (r) {{ "
+            "CREATE (:Object {sid: $sid, id: toInteger(r.id), type: r.type, self_size: toInteger(r.self_size), "
+            f"retained_size: toInteger(r.retained_size), distance: toInteger(r.distance)}}) }} {mode}",
+            sid=sid,
+        ).consume()
+        for rel in ("REF", "WEAK_REF"):
+            session.run(
+                f"LOAD CSV WITH HEADERS FROM 'file:///{refs.name}' AS r WITH r WHERE r.type = '{rel}' CALL (r) {{ "
+                "MATCH (a:Object {sid: $sid, id: toInteger(r.from)}), (b:Object {sid: $sid, id: toInteger(r.to)}) "
+                f"CREATE (a)-[:{rel} {{kind: r.kind}}]->(b) }} {mode}",
+                sid=sid,
+            ).consume()
+    elapsed = time.monotonic() - started
+    store._delete_objects(database, sid)
+    nodes.unlink()
+    refs.unlink()
+    return elapsed
+
+
+def bench_admin_import(graph: HeapGraph, result: analysis.Analysis, workdir: Path) -> tuple[float, float]:
+    """(seconds to write the CSVs, seconds neo4j-admin takes to import them)."""
+    started = time.monotonic()
+    nodes, refs = write_csvs(graph, result, workdir, admin_headers=True)
+    csv_seconds = time.monotonic() - started
+    home = workdir / "admin-home"
+    (home / "conf").mkdir(parents=True, exist_ok=True)
+    (home / "conf" / "neo4j.conf").write_text(f"server.directories.data={home / 'data'}\nserver.directories.logs={home / 'logs'}\n")
+    env = {**os.environ, "NEO4J_HOME": str(home), "NEO4J_CONF": str(home / "conf")}
+    command = [
+        neo4j_server.java_executable(),
+        "-Xmx4g",
+        "-cp",
+        os.pathsep.join(neo4j_server.classpath()),
+        neo4j_server.ADMIN_TOOL,
+        "database",
+        "import",
+        "full",
+        f"--nodes=Object={nodes}",
+        f"--relationships={refs}",
+        "--overwrite-destination=true",
+        "--id-type=integer",
+        "bench",
+    ]
+    started = time.monotonic()
+    subprocess.run(command, env=env, check=True, capture_output=True, text=True)
+    return csv_seconds, time.monotonic() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--objects", type=parse_count, default=1_000_000)
+    parser.add_argument("--references", type=parse_count, default=4_000_000)
+    parser.add_argument("--only", nargs="*", default=["unwind", "load-csv", "load-csv-concurrent", "neo4j-admin"])
+    args = parser.parse_args()
+
+    graph = synth_graph(args.objects, args.references, seed=0)
+    result = analysis.analyze(graph)
+    data = store.LoadInput.from_analysis(graph, result)
+    rows = graph.node_count + graph.edge_count
+    print(f"heap: {graph.node_count:,} objects, {graph.edge_count:,} references; Neo4j {neo4j_server.NEO4J_VERSION}, {os.cpu_count()} cores")
+
+    figures: list[tuple[str, float, str]] = []
+    with db.connect() as database, tempfile.TemporaryDirectory(prefix="heapdb-bench-") as tmp:
+        store.ensure_schema(database)
+        for name in args.only:
+            if name == "unwind":
+                tag = f"bench-{int(time.time())}"
+                report = bench_unwind(database, data, tag)
+                store.drop(database, tag)
+                # Only objects and references, as for the others; the dominator tree comes on top.
+                seconds = report.seconds["objects"] + report.seconds["references"]
+                figures.append((name, seconds, f"objects and references; the dominator tree took {report.seconds['dominators']:.1f} s more"))
+            elif name in ("load-csv", "load-csv-concurrent"):
+                seconds = bench_load_csv(database, graph, result, concurrent=name.endswith("concurrent"))
+                figures.append((name, seconds, "objects and references (CSV written beforehand, not counted)"))
+            elif name == "neo4j-admin":
+                csv_seconds, seconds = bench_admin_import(graph, result, Path(tmp))
+                figures.append((name, seconds, f"offline, into a scratch database; writing its CSVs took {csv_seconds:.1f} s more"))
+            print(f"  {name}: {seconds:.1f} s", flush=True)
+        shutil.rmtree(Path(tmp) / "admin-home", ignore_errors=True)
+
+    print()
+    print("| method | seconds | objects + references per second | note |")
+    print("|---|---:|---:|---|")
+    for name, seconds, note in figures:
+        print(f"| {name} | {seconds:.1f} | {rows / seconds:,.0f} | {note} |")
+
+
+if __name__ == "__main__":
+    main()

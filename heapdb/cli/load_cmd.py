@@ -1,0 +1,110 @@
+"""``heapdb load``, ``heapdb snapshots`` and ``heapdb drop``: snapshots in the database."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import click
+
+from heapdb import db, progress
+from heapdb.cli import main
+from heapdb.loader.graph import HeapGraph
+from heapdb.units import human_bytes
+
+
+def _say(message: str) -> None:
+    click.echo(f"heapdb: {message}", err=True)
+
+
+def _parse_meta(values: tuple[str, ...]) -> dict[str, str]:
+    meta = {}
+    for item in values:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{item!r} is not key=value", param_hint="--meta")
+        meta[key] = value
+    return meta
+
+
+@main.command()
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--tag", required=True, help="Name of this snapshot in the database, e.g. build123.")
+@click.option("--replace", is_flag=True, help="Load over an existing snapshot with the same tag.")
+@click.option("--meta", multiple=True, metavar="KEY=VALUE", help="Extra metadata to store with the snapshot (repeatable).")
+@click.option("--batch-size", default=20_000, show_default=True, type=click.IntRange(100, 1_000_000), help="Rows per write transaction.")
+@click.option("--json", "as_json", is_flag=True, help="Print the load report as JSON.")
+def load(file: str, tag: str, replace: bool, meta: tuple[str, ...], batch_size: int, as_json: bool) -> None:
+    """Read a snapshot, compute dominators, retained sizes and distances, and store it in Neo4j.
+
+    FILE is a snap.bin, a V8 .heapsnapshot or a Luau heap dump (detected from its content). Until the
+    load completes, queries do not see the snapshot; an interrupted load leaves nothing visible and
+    is cleaned up by the next load of the tag or `heapdb drop`.
+    """
+    from heapdb.loader import analysis, store
+
+    extra = _parse_meta(meta)
+    started = time.monotonic()
+    graph = read_with_progress(file)
+    read_seconds = time.monotonic() - started
+
+    started = time.monotonic()
+    with progress.bar("analyse", total=len(analysis.STEPS), unit="step") as bar:
+        result = analysis.analyze(graph, on_step=lambda _step: bar.update(1))
+    analyse_seconds = time.monotonic() - started
+
+    data = store.LoadInput.from_analysis(graph, result)
+    with db.connect() as database:
+        report = store.load(database, data, tag, replace=replace, meta=extra, source=os.path.abspath(file), batch_size=batch_size, say=_say)
+    report.seconds = {"read": read_seconds, "analyse": analyse_seconds, **report.seconds}
+    if as_json:
+        click.echo(json.dumps({"tag": report.tag, "sid": report.sid, "objects": report.objects, "references": report.references, "seconds": report.seconds}, indent=2))
+        return
+    phases = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in report.seconds.items())
+    click.echo(f"loaded {report.objects:,} objects and {report.references:,} references as {tag!r} ({phases})")
+
+
+def read_with_progress(file: str) -> HeapGraph:
+    """Read any snapshot format with a byte progress bar."""
+    from heapdb.loader import formats
+
+    size = os.path.getsize(file)
+    with progress.bar(f"read {os.path.basename(file)}", total=size, unit="B") as bar:
+        return formats.read_graph(file, on_bytes=bar.update)
+
+
+@main.command()
+@click.option("--all", "show_all", is_flag=True, help="Also list loads in progress and leftovers of interrupted ones.")
+@click.option("--json", "as_json", is_flag=True, help="Print the snapshots as JSON.")
+def snapshots(show_all: bool, as_json: bool) -> None:
+    """List the snapshots in the database: tag, status, format, counts, sizes, load time."""
+    from heapdb.loader import store
+
+    with db.connect() as database:
+        store.ensure_schema(database)
+        rows = store.list_snapshots(database, include_incomplete=show_all)
+    if as_json:
+        click.echo(json.dumps(rows, indent=2, default=str))
+        return
+    if not rows:
+        click.echo("no snapshots loaded (load one with `heapdb load FILE --tag TAG`)")
+        return
+    header = f"{'tag':<24} {'status':<9} {'format':<8} {'objects':>11} {'references':>12} {'total size':>11}  loaded at"
+    click.echo(header)
+    for row in rows:
+        click.echo(
+            f"{row['tag']:<24} {row['status']:<9} {row.get('format', ''):<8} {row.get('object_count', 0):>11,} "
+            f"{row.get('reference_count', 0):>12,} {human_bytes(row.get('total_size', 0)):>11}  {row.get('loaded_at') or row.get('started_at', '')}"
+        )
+
+
+@main.command()
+@click.argument("tag")
+def drop(tag: str) -> None:
+    """Delete a snapshot (and any leftovers of interrupted loads of it) from the database."""
+    from heapdb.loader import store
+
+    with db.connect() as database:
+        count = store.drop(database, tag)
+    click.echo(f"dropped {tag!r}" + (f" ({count} loads)" if count > 1 else ""))

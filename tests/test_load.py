@@ -1,0 +1,192 @@
+"""`heapdb load` / `snapshots` / `drop` against the real Neo4j, with real V8 snapshots."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from heapdb.cli import main
+from heapdb.db import Database
+from heapdb.errors import NotFound
+from heapdb.loader import analysis, formats, store
+
+
+def unique_tag(label: str) -> str:
+    return f"test-{label}-{uuid.uuid4().hex[:8]}"
+
+
+def invoke(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture
+def tag(database: Database):
+    name = unique_tag("load")
+    yield name
+    try:
+        store.drop(database, name)
+    except NotFound:
+        pass
+
+
+def snapshot_row(database: Database, tag: str) -> dict:
+    return store.get_snapshot(database, tag)
+
+
+def test_load_stores_what_the_analysis_computed(database: Database, leak_snapshot: Path, tag: str) -> None:
+    code, out, err = invoke("load", str(leak_snapshot), "--tag", tag, "--meta", "build=123", "--json")
+    assert code == 0, err
+    report = json.loads(out)
+
+    graph = formats.read_graph(leak_snapshot)
+    result = analysis.analyze(graph)
+    snapshot = snapshot_row(database, tag)
+    sid = snapshot["sid"]
+    assert report["sid"] == sid
+    assert snapshot["status"] == "ready" and snapshot["format"] == "v8"
+    assert snapshot["object_count"] == graph.node_count and snapshot["reference_count"] == graph.edge_count
+    assert json.loads(snapshot["meta"])["build"] == "123"
+
+    counts = database.read(
+        "MATCH (o:Object {sid: $sid}) WHERE o.id IS NOT NULL "
+        "RETURN count(o) AS objects, sum(o.self_size) AS self_size, sum(CASE WHEN o.reachable THEN 1 ELSE 0 END) AS reachable",
+        {"sid": sid},
+    )[0]
+    assert counts["objects"] == graph.node_count
+    assert counts["self_size"] == int(graph.self_size.sum())
+    assert counts["reachable"] == int(result.reachable.sum())
+
+    rels = {
+        r["type"]: r["n"]
+        for r in database.read("MATCH (o:Object {sid: $sid})-[r]->() WHERE o.id IS NOT NULL RETURN type(r) AS type, count(*) AS n", {"sid": sid})
+    }
+    assert rels["REF"] == int(result.retaining.sum())
+    assert rels.get("WEAK_REF", 0) == graph.edge_count - int(result.retaining.sum())
+    assert rels["DOMINATES"] == int((result.idom >= 0).sum())
+
+    # The root carries the label, and the biggest retainers carry the analysis' numbers.
+    root = database.read("MATCH (r:Root {sid: $sid}) RETURN r.id AS id", {"sid": sid})
+    assert [r["id"] for r in root] == [int(graph.ids[graph.root])]
+    top = result.top_retainers(20)
+    stored = {
+        r["id"]: r
+        for r in database.read(
+            "UNWIND $ids AS id MATCH (o:Object {sid: $sid, id: id}) RETURN o.id AS id, o.retained_size AS retained, o.retained_count AS count, o.distance AS distance",
+            {"sid": sid, "ids": graph.ids[top].tolist()},
+        )
+    }
+    for index in top.tolist():
+        row = stored[int(graph.ids[index])]
+        assert row["retained"] == int(result.retained_size[index])
+        assert row["count"] == int(result.retained_count[index])
+        assert row["distance"] == int(result.distance[index])
+
+    # Each DOMINATES edge goes from the analysis' immediate dominator.
+    sample = np.flatnonzero(result.idom >= 0)[:: max(1, graph.node_count // 200)]
+    dominators = database.read(
+        "UNWIND $ids AS id MATCH (d:Object {sid: $sid})-[:DOMINATES]->(o:Object {sid: $sid, id: id}) RETURN o.id AS id, d.id AS dominator",
+        {"sid": sid, "ids": graph.ids[sample].tolist()},
+    )
+    expected = {int(graph.ids[i]): int(graph.ids[result.idom[i]]) for i in sample.tolist()}
+    assert {r["id"]: r["dominator"] for r in dominators} == expected
+
+
+def test_existing_tag_needs_replace_and_replace_swaps_it(database: Database, leak_snapshots: dict[str, Path], tag: str) -> None:
+    assert invoke("load", str(leak_snapshots["baseline"]), "--tag", tag)[0] == 0
+    first = snapshot_row(database, tag)
+
+    code, _, err = invoke("load", str(leak_snapshots["final"]), "--tag", tag)
+    assert code == 1
+    assert "exists already" in err and "--replace" in err
+
+    code, _, err = invoke("load", str(leak_snapshots["final"]), "--tag", tag, "--replace")
+    assert code == 0, err
+    second = snapshot_row(database, tag)
+    assert second["sid"] != first["sid"]
+    assert second["object_count"] == formats.read_graph(leak_snapshots["final"]).node_count
+    # The old load is gone entirely, not just hidden.
+    left = database.read("MATCH (o:Object {sid: $sid}) WHERE o.id IS NOT NULL RETURN count(o) AS n", {"sid": first["sid"]})
+    assert left[0]["n"] == 0
+    assert len(database.read("MATCH (s:Snapshot {tag: $tag}) RETURN s", {"tag": tag})) == 1
+
+
+def test_snapshots_lists_ready_loads(database: Database, leak_snapshots: dict[str, Path], tag: str) -> None:
+    assert invoke("load", str(leak_snapshots["baseline"]), "--tag", tag)[0] == 0
+    code, out, _ = invoke("snapshots", "--json")
+    assert code == 0
+    listed = {row["tag"]: row for row in json.loads(out)}
+    assert listed[tag]["status"] == "ready"
+    assert listed[tag]["object_count"] == formats.read_graph(leak_snapshots["baseline"]).node_count
+    code, out, _ = invoke("snapshots")
+    assert tag in out and "ready" in out
+
+
+def test_drop_removes_everything(database: Database, leak_snapshots: dict[str, Path]) -> None:
+    tag = unique_tag("drop")
+    assert invoke("load", str(leak_snapshots["baseline"]), "--tag", tag)[0] == 0
+    sid = snapshot_row(database, tag)["sid"]
+    code, out, _ = invoke("drop", tag)
+    assert code == 0 and "dropped" in out
+    assert database.read("MATCH (o:Object {sid: $sid}) WHERE o.id IS NOT NULL RETURN count(o) AS n", {"sid": sid})[0]["n"] == 0
+    assert database.read("MATCH (s:Snapshot {tag: $tag}) RETURN count(s) AS n", {"tag": tag})[0]["n"] == 0
+    code, _, err = invoke("drop", tag)
+    assert code == 1 and "no snapshot tagged" in err
+
+
+def test_bad_input_touches_nothing(database: Database, leak_snapshot: Path, tmp_path: Path, tag: str) -> None:
+    broken = tmp_path / "broken.heapsnapshot"
+    broken.write_bytes(leak_snapshot.read_bytes()[: leak_snapshot.stat().st_size // 2])
+    result = subprocess.run([sys.executable, "-m", "heapdb", "load", str(broken), "--tag", tag], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 1
+    assert str(broken) in result.stderr and "Traceback" not in result.stderr
+    assert database.read("MATCH (s:Snapshot {tag: $tag}) RETURN count(s) AS n", {"tag": tag})[0]["n"] == 0
+
+
+def test_kill_9_mid_load_leaves_nothing_visible_and_the_next_load_cleans_up(
+    database: Database, leak_snapshot: Path, tag: str
+) -> None:
+    # Small batches make the load long enough to be caught in the middle.
+    process = subprocess.Popen(
+        [sys.executable, "-m", "heapdb", "load", str(leak_snapshot), "--tag", tag, "--batch-size", "200"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "HEAPDB_PROGRESS": "0"},
+    )
+    sid = None
+    deadline = time.monotonic() + 180
+    try:
+        while time.monotonic() < deadline and process.poll() is None:
+            rows = database.read("MATCH (s:Snapshot {tag: $tag, status: 'loading'}) RETURN s.sid AS sid", {"tag": tag})
+            if rows:
+                written = database.read("MATCH (o:Object {sid: $sid}) WHERE o.id IS NOT NULL RETURN count(o) AS n", {"sid": rows[0]["sid"]})
+                if written[0]["n"] > 0:
+                    sid = rows[0]["sid"]
+                    break
+            time.sleep(0.05)
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+    assert sid is not None, f"the load was never caught in the middle: {process.stderr.read().decode()[-500:]}"
+
+    # Half-written, and invisible: no query that starts from a ready snapshot finds it.
+    with pytest.raises(NotFound):
+        store.get_snapshot(database, tag)
+    assert tag not in {row["tag"] for row in store.list_snapshots(database)}
+    assert tag in {row["tag"] for row in store.list_snapshots(database, include_incomplete=True)}
+
+    code, _, err = invoke("load", str(leak_snapshot), "--tag", tag)
+    assert code == 0, err
+    assert "leftovers" in err
+    assert database.read("MATCH (o:Object {sid: $sid}) WHERE o.id IS NOT NULL RETURN count(o) AS n", {"sid": sid})[0]["n"] == 0
+    assert snapshot_row(database, tag)["object_count"] == formats.read_graph(leak_snapshot).node_count

@@ -1,0 +1,489 @@
+"""The V8 .heapsnapshot reader against Python's json module, memlab, and broken input."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from heapdb.errors import FormatError
+from heapdb.loader import formats
+from heapdb.loader.formats import v8
+from heapdb.loader.graph import Detachedness, EdgeKind
+from tests.support.v8_fixtures import leak_snapshot, leak_snapshots, memlab_oracle, node_tools  # noqa: F401
+
+NODE_FIELDS = ["type", "name", "id", "self_size", "edge_count", "trace_node_id", "detachedness"]
+NODE_TYPES = ["hidden", "array", "string", "object", "code", "closure", "regexp", "number", "native", "synthetic"]
+EDGE_FIELDS = ["type", "name_or_index", "to_node"]
+EDGE_TYPES = ["context", "element", "property", "internal", "hidden", "shortcut", "weak"]
+
+
+def snapshot_dict(
+    nodes: list[tuple[str, int, int, int, list[tuple[str, int | str, int]]]],
+    strings: list[str],
+    *,
+    detachedness: list[int] | None = None,
+    extra_sections: dict | None = None,
+) -> dict:
+    """A V8 snapshot from (node type, name index, id, self size, [(edge type, name, target)]) rows.
+
+    Edge names that are strings are interned into ``strings``; numbers are kept (element/hidden).
+    """
+    strings = list(strings)
+    flat_nodes: list[int] = []
+    flat_edges: list[int] = []
+    nf = len(NODE_FIELDS)
+    for i, (node_type, name, node_id, size, edges) in enumerate(nodes):
+        det = detachedness[i] if detachedness else 0
+        flat_nodes += [NODE_TYPES.index(node_type), name, node_id, size, len(edges), 0, det]
+        for edge_type, edge_name, target in edges:
+            if isinstance(edge_name, str):
+                if edge_name not in strings:
+                    strings.append(edge_name)
+                edge_name = strings.index(edge_name)
+            flat_edges += [EDGE_TYPES.index(edge_type), edge_name, target * nf]
+    doc = {
+        "snapshot": {
+            "meta": {
+                "node_fields": list(NODE_FIELDS),
+                "node_types": [list(NODE_TYPES), "string", "number", "number", "number", "number", "number"],
+                "edge_fields": list(EDGE_FIELDS),
+                "edge_types": [list(EDGE_TYPES), "string_or_number", "node"],
+            },
+            "node_count": len(nodes),
+            "edge_count": len(flat_edges) // 3,
+        },
+        "nodes": flat_nodes,
+        "edges": flat_edges,
+    }
+    doc.update(extra_sections or {})
+    doc["strings"] = strings
+    return doc
+
+
+def small_snapshot() -> dict:
+    strings = ["", "(GC roots)", "Leaky", "hello", "f", '<div id="x" class="y">', "system / Context"]
+    return snapshot_dict(
+        [
+            ("synthetic", 0, 1, 0, [("element", 1, 1), ("shortcut", "global", 2)]),
+            ("synthetic", 1, 3, 0, [("element", 0, 2)]),
+            ("object", 2, 5, 40, [("property", "greeting", 3), ("property", "fn", 4), ("weak", "w", 5)]),
+            ("string", 3, 7, 24, []),
+            ("closure", 4, 9, 32, [("context", "ctx", 6)]),
+            ("native", 5, 10, 100, []),
+            ("hidden", 6, 11, 16, [("internal", "previous", 2), ("hidden", 7, 3)]),
+        ],
+        strings,
+        extra_sections={"locations": [2, 1, 10, 4], "trace_tree": [1, 0, 0, 0, [[2, 0, 0, 0, []]]]},
+    )
+
+
+def write(tmp_path: Path, doc: dict | str | bytes, name: str = "s.heapsnapshot") -> Path:
+    path = tmp_path / name
+    if isinstance(doc, dict):
+        doc = json.dumps(doc)
+    path.write_bytes(doc if isinstance(doc, bytes) else doc.encode())
+    return path
+
+
+# -- a synthetic snapshot, checked field by field ------------------------------------------------
+
+
+def test_small_snapshot_fields(tmp_path: Path) -> None:
+    doc = small_snapshot()
+    g = v8.read_graph(write(tmp_path, doc))
+    assert g.node_count == 7 and g.edge_count == 9 and g.root == 0
+    assert g.ids.tolist() == [1, 3, 5, 7, 9, 10, 11]
+    assert g.self_size.tolist() == [0, 0, 40, 24, 32, 100, 16]
+    assert g.node_kinds == NODE_TYPES
+    assert [g.node_kinds[k] for k in g.kind] == [
+        "synthetic",
+        "synthetic",
+        "object",
+        "string",
+        "closure",
+        "native",
+        "hidden",
+    ]
+    assert [g.node_name(i) for i in range(7)] == [
+        "",
+        "(GC roots)",
+        "Leaky",
+        "hello",
+        "f",
+        '<div id="x" class="y">',
+        "system / Context",
+    ]
+    # DevTools class names.
+    assert [g.type_name(i) for i in range(7)] == [
+        "(synthetic)",
+        "(synthetic)",
+        "Leaky",
+        "(string)",
+        "(closure)",
+        "<div>",
+        "(system)",
+    ]
+    assert g.edge_start.tolist() == [0, 2, 3, 6, 6, 7, 7, 9]
+
+
+def test_small_snapshot_edges(tmp_path: Path) -> None:
+    g = v8.read_graph(write(tmp_path, small_snapshot()))
+    sources = g.edge_sources()
+    triples = [
+        (int(sources[e]), EdgeKind(int(g.edge_kind[e])).name, g.edge_label(e), int(g.edge_to[e]))
+        for e in range(g.edge_count)
+    ]
+    assert triples == [
+        (0, "ELEMENT", "1", 1),
+        (0, "SHORTCUT", "global", 2),
+        (1, "ELEMENT", "0", 2),
+        (2, "PROPERTY", "greeting", 3),
+        (2, "PROPERTY", "fn", 4),
+        (2, "WEAK", "w", 5),
+        (4, "CONTEXT", "ctx", 6),
+        (6, "INTERNAL", "previous", 2),
+        (6, "HIDDEN", "7", 3),
+    ]
+
+
+def test_detect_picks_v8(tmp_path: Path) -> None:
+    path = write(tmp_path, small_snapshot())
+    assert formats.detect(path) is v8
+    assert not v8.sniff(b'{"objects": {}, "roots": {}}')
+    assert not v8.sniff(b"HEAPSNAP")
+
+
+def test_chunk_boundaries_do_not_matter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tiny read chunks split every number, key and string; the result must not change."""
+    doc = json.dumps(small_snapshot(), indent=1)  # whitespace and newlines everywhere
+    path = write(tmp_path, doc)
+    whole = v8.read_graph(path)
+    for chunk in (1, 2, 3, 7, 64):
+        monkeypatch.setattr(v8, "CHUNK_BYTES", chunk)
+        split = v8.read_graph(path)
+        assert_same_graph(whole, split)
+
+
+def assert_same_graph(a, b) -> None:
+    for field in ("ids", "kind", "type", "name", "self_size", "edge_start", "edge_to", "edge_kind", "edge_name"):
+        assert np.array_equal(getattr(a, field), getattr(b, field)), field
+    assert a.strings == b.strings and a.node_kinds == b.node_kinds and a.root == b.root
+    assert (a.detachedness is None) == (b.detachedness is None)
+    if a.detachedness is not None:
+        assert np.array_equal(a.detachedness, b.detachedness)
+
+
+@st.composite
+def random_snapshots(draw: st.DrawFn) -> tuple[dict, list]:
+    n = draw(st.integers(1, 30))
+    strings = ["", *draw(st.lists(st.text(max_size=8), min_size=1, max_size=10))]
+    rows = []
+    for i in range(n):
+        edges = draw(
+            st.lists(
+                st.tuples(
+                    st.sampled_from(EDGE_TYPES),
+                    st.integers(0, len(strings) - 1),
+                    st.integers(0, n - 1),
+                ),
+                max_size=5,
+            )
+        )
+        rows.append(
+            (
+                draw(st.sampled_from(NODE_TYPES)),
+                draw(st.integers(0, len(strings) - 1)),
+                2 * i + 1,
+                draw(st.integers(0, 2**40)),
+                edges,
+            )
+        )
+    return snapshot_dict(rows, strings), rows
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(random_snapshots(), st.sampled_from([None, 1, 2]))
+def test_random_snapshots_round_trip_through_json(tmp_path: Path, generated, indent) -> None:
+    doc, rows = generated
+    path = write(tmp_path, json.dumps(doc, indent=indent))
+    g = v8.read_graph(path)
+    assert g.ids.tolist() == [r[2] for r in rows]
+    assert g.self_size.tolist() == [r[3] for r in rows]
+    assert [g.node_kinds[k] for k in g.kind] == [r[0] for r in rows]
+    assert g.name.tolist() == [r[1] for r in rows]
+    expected = [(i, EdgeKind[t.upper()], name, to) for i, r in enumerate(rows) for (t, name, to) in r[4]]
+    sources = g.edge_sources()
+    got = [
+        (int(sources[e]), EdgeKind(int(g.edge_kind[e])), int(g.edge_name[e]), int(g.edge_to[e]))
+        for e in range(g.edge_count)
+    ]
+    assert got == expected
+
+
+# -- detachedness --------------------------------------------------------------------------------
+
+
+def test_detachedness_propagates_through_native_nodes_only(tmp_path: Path) -> None:
+    strings = ["", "<div>", "<span>", "Obj", "<p>"]
+    rows = [
+        ("synthetic", 0, 1, 0, [("element", 1, 1), ("element", 2, 4)]),
+        ("native", 1, 2, 10, [("element", 1, 2), ("weak", "w", 7)]),  # attached root of a DOM tree
+        ("native", 2, 4, 10, [("element", 1, 3)]),  # attached by propagation
+        ("native", 4, 6, 10, []),  # attached by propagation
+        ("native", 1, 8, 10, [("element", 1, 5), ("element", 2, 6)]),  # detached root
+        ("native", 2, 10, 10, [("element", 1, 3)]),  # detached by propagation; its child stays attached
+        ("object", 3, 11, 10, [("property", "el", 8)]),  # JS: propagation stops here
+        ("native", 4, 12, 10, []),  # only reached through a weak edge: unknown
+        ("native", 4, 14, 10, []),  # reached only through the JS object: unknown
+    ]
+    det = [0, 1, 0, 0, 2, 0, 0, 0, 0]
+    g = v8.read_graph(write(tmp_path, snapshot_dict(rows, strings, detachedness=det)))
+    assert g.detachedness is not None
+    assert [Detachedness(int(d)).name for d in g.detachedness] == [
+        "UNKNOWN",
+        "ATTACHED",
+        "ATTACHED",
+        "ATTACHED",
+        "DETACHED",
+        "DETACHED",
+        "UNKNOWN",
+        "UNKNOWN",
+        "UNKNOWN",
+    ]
+    assert g.type_name(4) == "Detached <div>" and g.type_name(5) == "Detached <span>"
+    assert g.type_name(1) == "<div>" and g.type_name(6) == "Obj"
+
+
+def test_no_detachedness_field(tmp_path: Path) -> None:
+    doc = small_snapshot()
+    fields = doc["snapshot"]["meta"]["node_fields"]
+    nf = len(fields)
+    keep = [i for i, f in enumerate(fields) if f not in ("detachedness", "trace_node_id")]
+    rows = [doc["nodes"][i : i + nf] for i in range(0, len(doc["nodes"]), nf)]
+    doc["nodes"] = [row[k] for row in rows for k in keep]
+    doc["edges"] = [v // nf * len(keep) if j % 3 == 2 else v for j, v in enumerate(doc["edges"])]
+    doc["snapshot"]["meta"]["node_fields"] = [fields[k] for k in keep]
+    g = v8.read_graph(write(tmp_path, doc))
+    assert g.detachedness is None
+    assert_same_graph_except_detachedness(g, v8.read_graph(write(tmp_path, small_snapshot(), "full.heapsnapshot")))
+
+
+def assert_same_graph_except_detachedness(a, b) -> None:
+    for field in ("ids", "kind", "type", "name", "self_size", "edge_start", "edge_to", "edge_kind", "edge_name"):
+        assert np.array_equal(getattr(a, field), getattr(b, field)), field
+
+
+# -- bad input -----------------------------------------------------------------------------------
+
+
+def expect_format_error(path: Path, *fragments: str) -> FormatError:
+    with pytest.raises(FormatError) as caught:
+        v8.read_graph(path)
+    message = str(caught.value)
+    assert str(path) in message
+    assert caught.value.offset is not None or caught.value.record is not None
+    for fragment in fragments:
+        assert fragment in message, message
+    return caught.value
+
+
+def test_every_truncation_is_a_format_error(tmp_path: Path) -> None:
+    data = json.dumps(small_snapshot()).encode()
+    for cut in range(len(data)):
+        path = write(tmp_path, data[:cut])
+        with pytest.raises(FormatError) as caught:
+            v8.read_graph(path)
+        assert caught.value.offset is not None or caught.value.record is not None
+
+
+def test_invalid_json_in_integer_array(tmp_path: Path) -> None:
+    text = json.dumps(small_snapshot())
+    bad = text.replace('"nodes": [9, 0, 1,', '"nodes": [9, 0 x, 1,', 1)
+    assert bad != text
+    error = expect_format_error(write(tmp_path, bad), "'nodes'")
+    assert error.offset == bad.index(" x,") + 1
+
+
+def test_negative_and_fractional_numbers_rejected(tmp_path: Path) -> None:
+    text = json.dumps(small_snapshot())
+    for replacement in ('"nodes": [9, 0, -1,', '"nodes": [9, 0, 1.5,', '"nodes": [9, 0,, 1,'):
+        expect_format_error(write(tmp_path, text.replace('"nodes": [9, 0, 1,', replacement, 1)), "'nodes'")
+
+
+def test_missing_meta(tmp_path: Path) -> None:
+    doc = small_snapshot()
+    del doc["snapshot"]["meta"]["edge_fields"]
+    expect_format_error(write(tmp_path, doc), "meta")
+    doc = small_snapshot()
+    doc["snapshot"]["meta"]["node_fields"].remove("id")
+    expect_format_error(write(tmp_path, doc), "node_fields")
+
+
+def test_counts_that_do_not_match(tmp_path: Path) -> None:
+    doc = small_snapshot()
+    doc["snapshot"]["node_count"] = 8
+    expect_format_error(write(tmp_path, doc), "'nodes'", "declares")
+    doc = small_snapshot()
+    doc["snapshot"]["node_count"] = 6
+    expect_format_error(write(tmp_path, doc), "more values than the declared count")
+    doc = small_snapshot()
+    doc["snapshot"]["edge_count"] = 8
+    expect_format_error(write(tmp_path, doc), "'edges'")
+    doc = small_snapshot()
+    doc["nodes"][4] += 1  # the root claims one more edge than there are
+    doc["nodes"][4 + 7] -= 1
+    doc["nodes"][4 + 7 * 3] += 1
+    expect_format_error(write(tmp_path, doc), "edge_count")
+
+
+def test_absurd_counts_are_refused_before_allocating(tmp_path: Path) -> None:
+    doc = small_snapshot()
+    doc["snapshot"]["node_count"] = 10**15
+    expect_format_error(write(tmp_path, doc), "cannot fit")
+    doc = small_snapshot()
+    doc["nodes"][4] = 2**52  # one node's edge_count beyond all edges: would overflow the offsets
+    expect_format_error(write(tmp_path, doc), "edge_count")
+
+
+def test_progress_reports_every_byte(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = write(tmp_path, json.dumps(small_snapshot(), indent=1))
+    monkeypatch.setattr(v8, "CHUNK_BYTES", 100)
+    seen: list[int] = []
+    v8.read_graph(path, on_bytes=seen.append)
+    assert sum(seen) == path.stat().st_size and len(seen) > 1
+
+
+def test_edge_target_out_of_range(tmp_path: Path) -> None:
+    doc = small_snapshot()
+    doc["edges"][2] = 7 * 7  # node 7 of 7
+    expect_format_error(write(tmp_path, doc), "past the last node")
+    doc = small_snapshot()
+    doc["edges"][2] = 8  # not a multiple of the node field count
+    expect_format_error(write(tmp_path, doc), "multiple")
+
+
+def test_string_index_out_of_range(tmp_path: Path) -> None:
+    doc = small_snapshot()
+    doc["nodes"][1] = len(doc["strings"]) + 5
+    expect_format_error(write(tmp_path, doc), "name", "strings")
+    doc = small_snapshot()
+    doc["edges"][3 * 1 + 1] = len(doc["strings"])  # the shortcut edge's name
+    expect_format_error(write(tmp_path, doc), "edge", "strings")
+
+
+def test_wrong_types_and_trailing_data(tmp_path: Path) -> None:
+    doc = small_snapshot()
+    doc["nodes"][0] = len(NODE_TYPES)
+    expect_format_error(write(tmp_path, doc), "node type")
+    doc = small_snapshot()
+    doc["edges"][0] = len(EDGE_TYPES)
+    expect_format_error(write(tmp_path, doc), "edge type")
+    expect_format_error(write(tmp_path, json.dumps(small_snapshot()) + "x"), "after the snapshot")
+    doc = small_snapshot()
+    doc["strings"][2] = 5
+    expect_format_error(write(tmp_path, doc), "strings")
+    doc = small_snapshot()
+    nodes = doc.pop("nodes")
+    doc = {"nodes": nodes, **doc}
+    expect_format_error(write(tmp_path, doc), "before 'snapshot'")
+
+
+def test_invalid_json_in_strings_and_unterminated_sections(tmp_path: Path) -> None:
+    text = json.dumps(small_snapshot())
+    bad = text.replace('"hello"', '"hel\\qlo"')
+    error = expect_format_error(write(tmp_path, bad), "'strings'")
+    assert error.offset == bad.index("\\q")
+    bad = text.encode().replace(b'"hello"', b'"hel\xfflo"')
+    error = expect_format_error(write(tmp_path, bad), "UTF-8")
+    assert error.offset == bad.index(b"\xff")
+    expect_format_error(
+        write(tmp_path, text.replace('"locations": [2, 1, 10, 4]', '"locations": [2, 1, 10, 4')), "strings"
+    )
+
+
+# -- real Node snapshots -------------------------------------------------------------------------
+
+
+def test_node_snapshot_matches_json_module(leak_snapshot: Path) -> None:  # noqa: F811
+    """Every array equals what a plain json.load of the same file says."""
+    g = v8.read_graph(leak_snapshot)
+    doc = json.loads(leak_snapshot.read_text())
+    meta = doc["snapshot"]["meta"]
+    nf, ef = len(meta["node_fields"]), len(meta["edge_fields"])
+    nodes = np.array(doc["nodes"], dtype=np.int64).reshape(-1, nf)
+    edges = np.array(doc["edges"], dtype=np.int64).reshape(-1, ef)
+    column = {f: nodes[:, i] for i, f in enumerate(meta["node_fields"])}
+    assert g.node_count == doc["snapshot"]["node_count"] == nodes.shape[0]
+    assert g.edge_count == doc["snapshot"]["edge_count"] == edges.shape[0]
+    assert np.array_equal(g.ids, column["id"])
+    assert np.array_equal(g.self_size, column["self_size"])
+    assert np.array_equal(g.name, column["name"])
+    assert np.array_equal(g.kind, column["type"])
+    assert np.array_equal(np.diff(g.edge_start), column["edge_count"])
+    assert np.array_equal(g.edge_to, edges[:, meta["edge_fields"].index("to_node")] // nf)
+    assert np.array_equal(g.edge_name, edges[:, meta["edge_fields"].index("name_or_index")])
+    kinds = [EdgeKind[t.upper()] for t in meta["edge_types"][0]]
+    assert [EdgeKind(int(k)) for k in g.edge_kind[:2000]] == [kinds[t] for t in edges[:2000, 0]]
+    assert g.strings[: len(doc["strings"])] == doc["strings"]
+    assert g.node_kinds == meta["node_types"][0]
+
+
+def test_node_snapshot_matches_memlab(leak_snapshot: Path, memlab_oracle) -> None:  # noqa: F811
+    g = v8.read_graph(leak_snapshot)
+    oracle = memlab_oracle(leak_snapshot)
+    assert (oracle.node_count, oracle.edge_count) == (g.node_count, g.edge_count)
+    assert np.array_equal(oracle.ids, g.ids)
+    assert np.array_equal(oracle.self_size, g.self_size)
+    # The oracle's own columns are coherent: the root has no path and dominates itself, and every
+    # leaked instance has a retainer path and a dominator that is a node of the graph.
+    assert oracle.path_length[g.root] == 0 and oracle.dominator_index()[g.root] == g.root
+    leaked = np.flatnonzero(g.type == g.strings.index("LeakedItem"))
+    assert leaked.size == 600 and (oracle.path_length[leaked] > 0).all()
+    assert (oracle.retained_size[leaked] >= oracle.self_size[leaked]).all()
+
+
+def test_node_snapshot_classes(leak_snapshots: dict[str, Path]) -> None:  # noqa: F811
+    """The leak program's objects show up under DevTools' class names, growing as they leak."""
+    leaked = {"baseline": 100, "target": 300, "final": 600}
+    for label, path in leak_snapshots.items():
+        g = v8.read_graph(path)
+        kinds = np.array(g.node_kinds)[g.kind]
+        classes = Counter(g.strings[t] for t in g.type)
+        assert classes["LeakedItem"] == leaked[label]
+        assert classes["LeakedBuffer"] == leaked[label]
+        assert classes["LeakyCache"] == 1
+        on_tick = sum(1 for i in np.flatnonzero(kinds == "closure") if g.node_name(int(i)) == "onTick")
+        assert on_tick == leaked[label]
+        for node_type, cls in (
+            ("closure", "(closure)"),
+            ("hidden", "(system)"),
+            ("string", "(string)"),
+            ("code", "(compiled code)"),
+        ):
+            assert {g.strings[t] for t in g.type[kinds == node_type]} == {cls}
+        objects = kinds == "object"
+        assert np.array_equal(g.type[objects], g.name[objects])
+        weak = g.edge_kind == EdgeKind.WEAK
+        assert weak.any(), "the WeakRef/WeakMap leak must produce weak edges"
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.data())
+def test_corrupted_bytes_never_crash(tmp_path: Path, data: st.DataObject) -> None:
+    """Any single-byte corruption either still reads as a valid graph or is a FormatError."""
+    original = bytearray(json.dumps(small_snapshot()).encode())
+    position = data.draw(st.integers(0, len(original) - 1))
+    original[position] = data.draw(st.sampled_from(b'0123456789,[]{}":x \\-.e\xff'))
+    path = write(tmp_path, bytes(original))
+    try:
+        graph = v8.read_graph(path)
+    except FormatError as e:
+        assert e.offset is not None or e.record is not None
+    else:
+        graph.validate()
