@@ -4,6 +4,7 @@ For one synthetic heap (default 1M objects / 4M references, ``benchmarks/synth.p
 
 - ``unwind``: heapdb's own path (``heapdb.loader.store.load``): UNWIND batches over Bolt (with
   neo4j-rust-ext), relationship ends found through the ``(sid, id)`` uniqueness index, two writers;
+- ``unwind-internal-ids``: the same batches, relationship ends found by internal node id (one writer);
 - ``load-csv``: CSV files in Neo4j's import directory, ``LOAD CSV`` with ``CALL {} IN TRANSACTIONS``;
 - ``load-csv-concurrent``: the same with ``IN 2 CONCURRENT TRANSACTIONS``;
 - ``neo4j-admin``: ``neo4j-admin database import full`` of the same graph into a scratch database,
@@ -58,6 +59,36 @@ def write_csvs(graph: HeapGraph, result: analysis.Analysis, directory: Path, adm
 
 def bench_unwind(database: db.Database, data: store.LoadInput, tag: str) -> store.LoadReport:
     return store.load(database, data, tag)
+
+
+def bench_internal_ids(database: db.Database, data: store.LoadInput) -> float:
+    """UNWIND as heapdb does, but relationship ends found by internal node id instead of the index.
+
+    ``id()`` is deprecated in Neo4j 5 (element ids replace it), which is why heapdb does not use it;
+    this shows what the index lookups cost.
+    """
+    g = data.graph
+    sid = -int(time.time())
+    started = time.monotonic()
+    internal = np.empty(g.node_count, dtype=np.int64)
+    for lo in range(0, g.node_count, store.DEFAULT_BATCH):
+        hi = min(g.node_count, lo + store.DEFAULT_BATCH)
+        rows = store._node_rows(data, lo, hi)
+        with database.session() as session:
+            ids = session.execute_write(
+                lambda tx: [r[0] for r in tx.run(store.CREATE_OBJECTS.replace("SET o.detached = true)", "SET o.detached = true) RETURN id(o)"), rows=rows, sid=sid)]
+            )
+        internal[lo:hi] = ids
+    sources = g.edge_sources()
+    statement = "UNWIND $rows AS r MATCH (a) WHERE id(a) = r[0] MATCH (b) WHERE id(b) = r[1] CREATE (a)-[:REF {kind: r[2]}]->(b)"
+    for lo in range(0, g.edge_count, store.DEFAULT_BATCH):
+        hi = min(g.edge_count, lo + store.DEFAULT_BATCH)
+        rows = [[a, b, EDGE_KIND_NAMES[k]] for a, b, k in zip(internal[sources[lo:hi]].tolist(), internal[g.edge_to[lo:hi]].tolist(), g.edge_kind[lo:hi].tolist())]
+        with database.session() as session:
+            session.execute_write(lambda tx: tx.run(statement, rows=rows).consume())
+    elapsed = time.monotonic() - started
+    store._delete_objects(database, sid)
+    return elapsed
 
 
 def bench_load_csv(database: db.Database, graph: HeapGraph, result: analysis.Analysis, concurrent: bool) -> float:
@@ -120,7 +151,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--objects", type=parse_count, default=1_000_000)
     parser.add_argument("--references", type=parse_count, default=4_000_000)
-    parser.add_argument("--only", nargs="*", default=["unwind", "load-csv", "load-csv-concurrent", "neo4j-admin"])
+    parser.add_argument("--only", nargs="*", default=["unwind", "unwind-internal-ids", "load-csv", "load-csv-concurrent", "neo4j-admin"])
     args = parser.parse_args()
 
     graph = synth_graph(args.objects, args.references, seed=0)
@@ -140,6 +171,9 @@ def main() -> None:
                 # Only objects and references, as for the others; the dominator tree comes on top.
                 seconds = report.seconds["objects"] + report.seconds["references"]
                 figures.append((name, seconds, f"objects and references; the dominator tree took {report.seconds['dominators']:.1f} s more"))
+            elif name == "unwind-internal-ids":
+                seconds = bench_internal_ids(database, data)
+                figures.append((name, seconds, "objects and references, one writer, ends by deprecated id()"))
             elif name in ("load-csv", "load-csv-concurrent"):
                 seconds = bench_load_csv(database, graph, result, concurrent=name.endswith("concurrent"))
                 figures.append((name, seconds, "objects and references (CSV written beforehand, not counted)"))

@@ -11,3 +11,12 @@ def human_bytes(n: int | float) -> str:
             return f"{int(size)} B" if unit == "B" else f"{size:.1f} {unit}"
         size /= 1024
     raise AssertionError("unreachable")
+
+
+# V8 string objects carry their whole contents as their name; nobody wants megabytes in a table.
+NAME_LIMIT = 200
+
+
+def shorten(text: str, limit: int = NAME_LIMIT) -> str:
+    """``text`` cut to ``limit`` characters, an ellipsis marking the cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -32,15 +32,17 @@ from heapdb.db import Database, translate_errors
 from heapdb.errors import HeapdbError, NotFound
 from heapdb.loader.analysis import Analysis
 from heapdb.loader.graph import EDGE_KIND_NAMES, NUMERIC_NAME_KINDS, HeapGraph
+from heapdb.loader.paths import FirstPaths, describe_path, first_paths
+from heapdb.units import shorten
 
-# Names longer than this are cut: V8 string objects carry their whole contents as their name.
-NAME_LIMIT = 200
 DEFAULT_BATCH = 20_000
 
 SCHEMA = (
     "CREATE CONSTRAINT heapdb_snapshot_sid IF NOT EXISTS FOR (s:Snapshot) REQUIRE s.sid IS UNIQUE",
     "CREATE INDEX heapdb_snapshot_tag IF NOT EXISTS FOR (s:Snapshot) ON (s.tag)",
     "CREATE CONSTRAINT heapdb_object_key IF NOT EXISTS FOR (o:Object) REQUIRE (o.sid, o.id) IS UNIQUE",
+    "CREATE CONSTRAINT heapdb_path_group_key IF NOT EXISTS FOR (g:PathGroup) REQUIRE (g.sid, g.sig) IS UNIQUE",
+    "CREATE INDEX heapdb_object_path IF NOT EXISTS FOR (o:Object) ON (o.sid, o.path_sig)",
 )
 
 
@@ -59,6 +61,7 @@ class LoadInput:
     idom: np.ndarray
     reachable: np.ndarray
     retaining: np.ndarray  # bool[m]: the edge retains (stored as :REF), else :WEAK_REF
+    paths: FirstPaths  # each object's first retainer path and its signature
 
     @classmethod
     def from_analysis(cls, graph: HeapGraph, result: Analysis) -> LoadInput:
@@ -70,7 +73,29 @@ class LoadInput:
             idom=result.idom,
             reachable=result.reachable,
             retaining=result.retaining,
+            paths=first_paths(graph, result.retaining),
         )
+
+    def path_groups(self) -> list[list[Any]]:
+        """One row per distinct first-path signature: [sig, path text, objects, self size, retained size].
+
+        The retained size of a group sums its members whose immediate dominator is outside the
+        group, so a member that directly dominates another is not counted twice.
+        """
+        g, sig = self.graph, self.paths.signature
+        members = np.flatnonzero(self.reachable & (np.arange(g.node_count) != g.root))
+        if members.size == 0:
+            return []
+        signatures, first, inverse, counts = np.unique(sig[members], return_index=True, return_inverse=True, return_counts=True)
+        self_size = np.bincount(inverse, weights=g.self_size[members], minlength=signatures.size)
+        # A member is "top" in its group when its immediate dominator is in another group.
+        dominator = self.idom[members]
+        top = (dominator < 0) | (sig[np.maximum(dominator, 0)] != sig[members])
+        retained = np.bincount(inverse, weights=np.where(top, self.retained_size[members], 0), minlength=signatures.size)
+        return [
+            [int(s), describe_path(g, self.paths, int(members[f])), int(c), int(a), int(r)]
+            for s, f, c, a, r in zip(signatures.tolist(), first.tolist(), counts.tolist(), self_size.tolist(), retained.tolist())
+        ]
 
 
 @dataclass
@@ -141,6 +166,11 @@ def _delete_objects(database: Database, sid: int, batch: int = 20_000) -> None:
             sid=sid,
             batch=batch,
         ).consume()
+        session.run(
+            "MATCH (g:PathGroup {sid: $sid}) WHERE g.sig IS NOT NULL CALL (g) { DELETE g } IN TRANSACTIONS OF $batch ROWS",
+            sid=sid,
+            batch=batch,
+        ).consume()
     database.write("MATCH (s:Snapshot {sid: $sid}) DELETE s", {"sid": sid})
 
 
@@ -204,10 +234,6 @@ def _chunks(total: int, size: int) -> Iterator[tuple[int, int]]:
         yield start, min(total, start + size)
 
 
-def _cut(text: str) -> str:
-    return text if len(text) <= NAME_LIMIT else text[: NAME_LIMIT - 1] + "…"
-
-
 def _node_rows(data: LoadInput, lo: int, hi: int) -> list[list[Any]]:
     g = data.graph
     strings, kinds = g.strings, g.node_kinds
@@ -223,10 +249,11 @@ def _node_rows(data: LoadInput, lo: int, hi: int) -> list[list[Any]]:
         data.distance[lo:hi].tolist(),
         data.reachable[lo:hi].tolist(),
         (detached[lo:hi].tolist() if detached is not None else [0] * (hi - lo)),
+        data.paths.signature[lo:hi].tolist(),
     )
     return [
-        [i, strings[t], _cut(strings[n]), kinds[k], s, r, c, (d if d >= 0 else None), bool(reach), det == 2]
-        for i, t, n, k, s, r, c, d, reach, det in columns
+        [i, strings[t], shorten(strings[n]), kinds[k], s, r, c, (d if d >= 0 else None), bool(reach), det == 2, (p or None)]
+        for i, t, n, k, s, r, c, d, reach, det, p in columns
     ]
 
 
@@ -242,7 +269,7 @@ def _edge_rows(data: LoadInput, sources: np.ndarray, lo: int, hi: int, retaining
         g.edge_kind[selected].tolist(),
         g.edge_name[selected].tolist(),
     ):
-        label = str(name) if kind in numeric else _cut(strings[name])
+        label = str(name) if kind in numeric else shorten(strings[name])
         rows.append([src, dst, EDGE_KIND_NAMES[kind], label])
     return rows
 
@@ -250,7 +277,7 @@ def _edge_rows(data: LoadInput, sources: np.ndarray, lo: int, hi: int, retaining
 CREATE_OBJECTS = """
 UNWIND $rows AS r
 CREATE (o:Object {sid: $sid, id: r[0], type: r[1], name: r[2], kind: r[3], self_size: r[4],
-                  retained_size: r[5], retained_count: r[6], distance: r[7], reachable: r[8]})
+                  retained_size: r[5], retained_count: r[6], distance: r[7], reachable: r[8], path_sig: r[10]})
 FOREACH (_ IN CASE WHEN r[9] THEN [1] ELSE [] END | SET o.detached = true)
 """
 
@@ -261,6 +288,11 @@ CREATE (a)-[:REF {kind: r[2], name: r[3]}]->(b)
 """
 
 CREATE_WEAK_REFS = CREATE_REFS.replace(":REF", ":WEAK_REF")
+
+CREATE_PATH_GROUPS = """
+UNWIND $rows AS r
+CREATE (:PathGroup {sid: $sid, sig: r[0], path: r[1], objects: r[2], self_size: r[3], retained_size: r[4]})
+"""
 
 CREATE_DOMINATES = """
 UNWIND $rows AS r
@@ -339,45 +371,50 @@ def load(
     # From here on a failure, Ctrl-C or kill leaves the snapshot in `loading`: invisible to queries,
     # and removed by the next load or drop of the tag. Deleting on the way out would be wrong after a
     # lost connection and slow after Ctrl-C.
-    if True:
-        for old in leftovers:
-            say(f"removing the leftovers of an earlier, unfinished load of {tag!r}")
-            _delete_objects(database, old)
+    for old in leftovers:
+        say(f"removing the leftovers of an earlier, unfinished load of {tag!r}")
+        _delete_objects(database, old)
 
-        started = time.monotonic()
-        with progress.bar("write objects", total=g.node_count, unit="obj") as bar:
-            _run_batches(database, CREATE_OBJECTS, sid, (_node_rows(data, lo, hi) for lo, hi in _chunks(g.node_count, batch_size)), bar, workers)
-        database.write("MATCH (o:Object {sid: $sid, id: $id}) SET o:Root", {"sid": sid, "id": int(g.ids[g.root])})
-        report.seconds["objects"] = time.monotonic() - started
+    started = time.monotonic()
+    with progress.bar("write objects", total=g.node_count, unit="obj") as bar:
+        _run_batches(database, CREATE_OBJECTS, sid, (_node_rows(data, lo, hi) for lo, hi in _chunks(g.node_count, batch_size)), bar, workers)
+    database.write("MATCH (o:Object {sid: $sid, id: $id}) SET o:Root", {"sid": sid, "id": int(g.ids[g.root])})
+    report.seconds["objects"] = time.monotonic() - started
 
-        started = time.monotonic()
-        sources = g.edge_sources()
-        with progress.bar("write references", total=g.edge_count, unit="ref") as bar:
-            for statement, retaining in ((CREATE_REFS, True), (CREATE_WEAK_REFS, False)):
-                _run_batches(
-                    database, statement, sid, (_edge_rows(data, sources, lo, hi, retaining) for lo, hi in _chunks(g.edge_count, batch_size)), bar, workers
-                )
-        del sources
-        report.seconds["references"] = time.monotonic() - started
-
-        started = time.monotonic()
-        dominated = np.flatnonzero(data.idom >= 0)
-        report.dominator_edges = int(dominated.size)
-        with progress.bar("write dominator tree", total=int(dominated.size), unit="edge") as bar:
-            batches = (
-                [[a, b] for a, b in zip(g.ids[data.idom[dominated[lo:hi]]].tolist(), g.ids[dominated[lo:hi]].tolist())]
-                for lo, hi in _chunks(int(dominated.size), batch_size)
+    started = time.monotonic()
+    sources = g.edge_sources()
+    with progress.bar("write references", total=g.edge_count, unit="ref") as bar:
+        for statement, retaining in ((CREATE_REFS, True), (CREATE_WEAK_REFS, False)):
+            _run_batches(
+                database, statement, sid, (_edge_rows(data, sources, lo, hi, retaining) for lo, hi in _chunks(g.edge_count, batch_size)), bar, workers
             )
-            _run_batches(database, CREATE_DOMINATES, sid, batches, bar, workers)
-        report.seconds["dominators"] = time.monotonic() - started
+    del sources
+    report.seconds["references"] = time.monotonic() - started
 
-        # The switch: in one transaction the new snapshot becomes the tag's, the old one stops being.
-        database.write(
-            "MATCH (n:Snapshot {sid: $sid}) "
-            "OPTIONAL MATCH (old:Snapshot) WHERE old.sid IN $replaced SET old.status = 'dropping' "
-            "WITH DISTINCT n SET n.status = 'ready', n.loaded_at = $now, n.load_seconds = $seconds REMOVE n.pid",
-            {"sid": sid, "replaced": replaced, "now": datetime.now(timezone.utc).isoformat(timespec="seconds"), "seconds": report.total_seconds},
+    started = time.monotonic()
+    dominated = np.flatnonzero(data.idom >= 0)
+    report.dominator_edges = int(dominated.size)
+    with progress.bar("write dominator tree", total=int(dominated.size), unit="edge") as bar:
+        batches = (
+            [[a, b] for a, b in zip(g.ids[data.idom[dominated[lo:hi]]].tolist(), g.ids[dominated[lo:hi]].tolist())]
+            for lo, hi in _chunks(int(dominated.size), batch_size)
         )
+        _run_batches(database, CREATE_DOMINATES, sid, batches, bar, workers)
+    report.seconds["dominators"] = time.monotonic() - started
+
+    started = time.monotonic()
+    groups = data.path_groups()
+    with progress.bar("write path groups", total=len(groups), unit="group") as bar:
+        _run_batches(database, CREATE_PATH_GROUPS, sid, (groups[lo:hi] for lo, hi in _chunks(len(groups), batch_size)), bar, workers)
+    report.seconds["path groups"] = time.monotonic() - started
+
+    # The switch: in one transaction the new snapshot becomes the tag's, the old one stops being.
+    database.write(
+        "MATCH (n:Snapshot {sid: $sid}) "
+        "OPTIONAL MATCH (old:Snapshot) WHERE old.sid IN $replaced SET old.status = 'dropping' "
+        "WITH DISTINCT n SET n.status = 'ready', n.loaded_at = $now, n.load_seconds = $seconds REMOVE n.pid",
+        {"sid": sid, "replaced": replaced, "now": datetime.now(timezone.utc).isoformat(timespec="seconds"), "seconds": report.total_seconds},
+    )
     for old in replaced:
         started = time.monotonic()
         _delete_objects(database, old)

@@ -92,6 +92,20 @@ def test_load_stores_what_the_analysis_computed(database: Database, leak_snapsho
         assert row["count"] == int(result.retained_count[index])
         assert row["distance"] == int(result.distance[index])
 
+    # Path groups: one per distinct first-path signature of the reachable objects (the root aside).
+    data = store.LoadInput.from_analysis(graph, result)
+    members = result.reachable.copy()
+    members[graph.root] = False
+    signatures, counts = np.unique(data.paths.signature[members], return_counts=True)
+    stored_groups = database.read("MATCH (g:PathGroup {sid: $sid}) RETURN g.sig AS sig, g.objects AS objects, g.path AS path", {"sid": sid})
+    assert {g["sig"]: g["objects"] for g in stored_groups} == dict(zip(signatures.tolist(), counts.tolist()))
+    leaked = database.read(
+        "MATCH (o:Object {sid: $sid, type: 'LeakedItem'}) WITH o.path_sig AS sig, count(*) AS n ORDER BY n DESC LIMIT 1 "
+        "MATCH (g:PathGroup {sid: $sid, sig: sig}) RETURN g.path AS path, g.objects AS objects, n",
+        {"sid": sid},
+    )[0]
+    assert leaked["objects"] == leaked["n"] and leaked["path"].endswith("LeakedItem")
+
     # Each DOMINATES edge goes from the analysis' immediate dominator.
     sample = np.flatnonzero(result.idom >= 0)[:: max(1, graph.node_count // 200)]
     dominators = database.read(
@@ -190,3 +204,53 @@ def test_kill_9_mid_load_leaves_nothing_visible_and_the_next_load_cleans_up(
     assert "leftovers" in err
     assert database.read("MATCH (o:Object {sid: $sid}) WHERE o.id IS NOT NULL RETURN count(o) AS n", {"sid": sid})[0]["n"] == 0
     assert snapshot_row(database, tag)["object_count"] == formats.read_graph(leak_snapshot).node_count
+
+
+LUAU_FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "luau"
+
+
+def test_load_real_luau_dump(database: Database, tag: str) -> None:
+    dump = LUAU_FIXTURES / "luau-3-final.json"
+    if not dump.exists():
+        pytest.skip(f"the real Luau dumps are not beside the repository ({LUAU_FIXTURES})")
+    code, _, err = invoke("load", str(dump), "--tag", tag)
+    assert code == 0, err
+    graph = formats.read_graph(dump)
+    result = analysis.analyze(graph)
+    sid = snapshot_row(database, tag)["sid"]
+    weak = database.read(
+        "MATCH (o:Object {sid: $sid})-[r:WEAK_REF]->() WHERE o.id IS NOT NULL RETURN count(r) AS n, collect(DISTINCT r.kind) AS kinds", {"sid": sid}
+    )[0]
+    assert weak["n"] == graph.edge_count - int(result.retaining.sum()) > 0
+    # Weak-table entries, plus self-references (a table holding itself), which retain nothing.
+    assert "weak" in weak["kinds"] and set(weak["kinds"]) <= {"weak", "reference"}
+    assert database.read(
+        "MATCH (a:Object {sid: $sid})-[r:WEAK_REF]->(b) WHERE a.id IS NOT NULL AND r.kind <> 'weak' AND a <> b RETURN count(r) AS n", {"sid": sid}
+    )[0]["n"] == 0
+    # Objects the dump's two listed roots do not reach are alive through "(other roots)", and stored so.
+    other = database.read(
+        "MATCH (:Root {sid: $sid})-[:REF]->(o:Object {name: '(other roots)'})-[:REF]->(held) RETURN count(held) AS n", {"sid": sid}
+    )[0]["n"]
+    assert other > 0
+    assert database.read("MATCH (o:Object {sid: $sid}) WHERE o.id IS NOT NULL AND NOT o.reachable RETURN count(o) AS n", {"sid": sid})[0]["n"] == graph.node_count - int(result.reachable.sum())
+
+
+def test_path_groups_compare_two_builds(database: Database, leak_snapshots: dict[str, Path]) -> None:
+    before, after = unique_tag("before"), unique_tag("after")
+    try:
+        for tag, label in ((before, "baseline"), (after, "final")):
+            code, _, err = invoke("load", str(leak_snapshots[label]), "--tag", tag)
+            assert code == 0, err
+        # The query of docs/data-model.md, as written there.
+        doc = (Path(__file__).resolve().parents[1] / "docs" / "data-model.md").read_text()
+        cypher = doc.split("Comparing two builds by path is then a join on `sig`:")[1].split("```cypher")[1].split("```")[0]
+        rows = database.read(cypher, {"before": before, "after": after})
+        growth = {row["g.path"]: row["growth"] for row in rows}
+        # leak.js grows its cache of LeakedItem and its listeners' LeakedBuffer by the same units each step.
+        leaked = {path: g for path, g in growth.items() if path.endswith("→ LeakedItem") or path.endswith("→ LeakedBuffer")}
+        assert leaked, f"no leaked class among the top path groups: {list(growth)[:10]}"
+        assert all(g > 0 for g in leaked.values())
+        assert max(growth.values()) == max(leaked.values()) or max(leaked.values()) >= 100
+    finally:
+        for tag in (before, after):
+            store.drop(database, tag)

@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 import click
 import numpy as np
 
 from heapdb.cli import main
-from heapdb.loader.analysis import STEPS, Analysis, Semantics, analyze as run_analysis
-from heapdb.loader.formats import detect
+from heapdb.cli.steps import analyse_with_progress, read_with_progress
+from heapdb.loader.analysis import Analysis, Semantics
 from heapdb.loader.graph import HeapGraph
-from heapdb.progress import bar
-from heapdb.units import human_bytes
+from heapdb.units import human_bytes, shorten
 
-# Longer names are cut: V8 string objects carry their whole contents as their name.
-NAME_LIMIT = 200
 
 
 def object_row(graph: HeapGraph, result: Analysis, node: int) -> dict[str, Any]:
@@ -26,7 +22,7 @@ def object_row(graph: HeapGraph, result: Analysis, node: int) -> dict[str, Any]:
     return {
         "id": int(graph.ids[node]),
         "type": graph.type_name(node),
-        "name": name if len(name) <= NAME_LIMIT else name[: NAME_LIMIT - 3] + "...",
+        "name": shorten(name),
         "self_size": int(result.self_size[node]),
         "retained_size": int(result.retained_size[node]),
         "retained_count": int(result.retained_count[node]),
@@ -107,16 +103,8 @@ def print_report(report: dict[str, Any]) -> None:
 )
 def analyze(file: str, top: int, as_json: bool, semantics: str, devtools_sizes: bool) -> None:
     """Dominators, retained sizes and root distances of a snapshot FILE (any format), without Neo4j."""
-    module = detect(file)
-    with bar("read", total=os.path.getsize(file), unit="B") as b:
-        graph = module.read_graph(file, on_bytes=b.update)
-    with bar("analyse", total=len(STEPS), unit="step", unit_scale=False) as b:
-        result = run_analysis(
-            graph,
-            semantics=None if semantics == "auto" else semantics,
-            devtools_sizes=devtools_sizes,
-            on_step=lambda _name: b.update(1),
-        )
+    _, graph = read_with_progress(file)
+    result = analyse_with_progress(graph, semantics=None if semantics == "auto" else semantics, devtools_sizes=devtools_sizes)
     report = build_report(file, graph, result, top)
     if as_json:
         click.echo(json.dumps(report, indent=2))

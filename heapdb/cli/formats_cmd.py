@@ -15,20 +15,11 @@ import numpy as np
 
 from heapdb.cli import main
 from heapdb.errors import HeapdbError
-from heapdb.loader import formats
 from heapdb.loader.graph import HeapGraph
-from heapdb.progress import bar
+from heapdb.cli.steps import read_with_progress
 
 TARGETS = ("snapbin", "heapsnapshot")
 _FORMAT_KEYS = ("format", "format_version")
-
-
-def read_with_progress(path: Path) -> tuple[str, HeapGraph]:
-    """Detect ``path``'s format and read it, with a progress bar over its bytes."""
-    module = formats.detect(path)
-    with bar(f"reading {path.name}", total=os.path.getsize(path), unit="B") as b:
-        graph = module.read_graph(path, on_bytes=b.update)
-    return module.NAME, graph
 
 
 def summarize(path: Path, format_name: str, graph: HeapGraph, top: int) -> dict[str, Any]:

@@ -8,9 +8,9 @@ import time
 
 import click
 
-from heapdb import db, progress
+from heapdb import db
 from heapdb.cli import main
-from heapdb.loader.graph import HeapGraph
+from heapdb.cli.steps import analyse_with_progress, read_with_progress
 from heapdb.units import human_bytes
 
 
@@ -42,16 +42,15 @@ def load(file: str, tag: str, replace: bool, meta: tuple[str, ...], batch_size: 
     load completes, queries do not see the snapshot; an interrupted load leaves nothing visible and
     is cleaned up by the next load of the tag or `heapdb drop`.
     """
-    from heapdb.loader import analysis, store
+    from heapdb.loader import store
 
     extra = _parse_meta(meta)
     started = time.monotonic()
-    graph = read_with_progress(file)
+    _, graph = read_with_progress(file)
     read_seconds = time.monotonic() - started
 
     started = time.monotonic()
-    with progress.bar("analyse", total=len(analysis.STEPS), unit="step") as bar:
-        result = analysis.analyze(graph, on_step=lambda _step: bar.update(1))
+    result = analyse_with_progress(graph)
     analyse_seconds = time.monotonic() - started
 
     data = store.LoadInput.from_analysis(graph, result)
@@ -63,15 +62,6 @@ def load(file: str, tag: str, replace: bool, meta: tuple[str, ...], batch_size: 
         return
     phases = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in report.seconds.items())
     click.echo(f"loaded {report.objects:,} objects and {report.references:,} references as {tag!r} ({phases})")
-
-
-def read_with_progress(file: str) -> HeapGraph:
-    """Read any snapshot format with a byte progress bar."""
-    from heapdb.loader import formats
-
-    size = os.path.getsize(file)
-    with progress.bar(f"read {os.path.basename(file)}", total=size, unit="B") as bar:
-        return formats.read_graph(file, on_bytes=bar.update)
 
 
 @main.command()

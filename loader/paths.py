@@ -1,0 +1,143 @@
+"""Retainer-path signatures: which way each object is held, as a number comparable across snapshots.
+
+Object ids are not stable between snapshots of every runtime (Luau and snap.bin ids are addresses,
+reused after a collection), but *how* an object is held usually is: ``(GC roots) → global → cache →
+Map → (table) → [] → LeakedItem``. Grouping objects by that path lets two builds be compared without
+stable ids.
+
+For every object reachable over retaining references, its **first path** is the one breadth-first
+search from the root finds first, following each object's references in the snapshot's order
+(so it is a shortest path, and the same one every time). Its **signature** hashes the path's hops,
+each hop being the reference's normalized name and the type of the object it reaches (the kind of
+reference is left out: a context variable and a property of the same name read the same in a path):
+
+- element indexes and names that are numbers or addresses become ``[]`` and ``*``, so ``items[17]``
+  and ``items[18]`` are the same hop;
+- a hop equal to the one before it adds nothing, so every node of a linked list, however deep,
+  shares one signature (``next → Node`` repeated is one hop);
+- the hash depends on the text of names and types, not on string-table positions, so equal paths
+  in different snapshots get equal signatures.
+
+Unreachable objects get signature 0. Signatures are 63-bit, so they fit Neo4j's integers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from heapdb.loader.graph import NUMERIC_NAME_KINDS, HeapGraph
+
+_VOLATILE = re.compile(r"^(-?\d+(\.\d+)?|0x[0-9a-fA-F]+|[0-9a-fA-F]{8,})$")
+_MASK63 = np.uint64(0x7FFF_FFFF_FFFF_FFFF)
+
+
+def normalize_name(name: str) -> str:
+    """The part of a reference name that is the same in every build: numbers and addresses go."""
+    return "*" if _VOLATILE.match(name) else name
+
+
+def _text_hash(text: str) -> int:
+    return int.from_bytes(hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
+
+
+@dataclass
+class FirstPaths:
+    """Per object: the reference its first path arrives by (-1 for the root and the unreachable),
+    and that path's signature (0 for the unreachable)."""
+
+    parent_edge: np.ndarray  # int64[n]
+    signature: np.ndarray  # int64[n]
+
+
+def first_paths(graph: HeapGraph, retaining: np.ndarray) -> FirstPaths:
+    """Breadth-first first paths over the retaining references, and their signatures."""
+    n = graph.node_count
+    numeric = np.array(sorted(int(k) for k in NUMERIC_NAME_KINDS), dtype=np.uint8)
+    named = ~np.isin(graph.edge_kind, numeric)
+    # Hash each distinct string once, and only the strings that serve as names or types.
+    used = np.unique(np.concatenate([graph.edge_name[named].astype(np.int64), graph.type.astype(np.int64)]))
+    string_hash = np.zeros(len(graph.strings), dtype=np.uint64)
+    string_hash[used] = np.array([_text_hash(normalize_name(graph.strings[i])) for i in used.tolist()], dtype=np.uint64)
+    element_hash = np.uint64(_text_hash("[]"))
+    root_hash = np.uint64(_text_hash("(root)"))
+
+    parent_edge = np.full(n, -1, dtype=np.int64)
+    signature = np.zeros(n, dtype=np.uint64)
+    _bfs_signatures(
+        graph.root, graph.edge_start, graph.edge_to, graph.edge_name, graph.type,
+        retaining, named, string_hash, element_hash, root_hash, parent_edge, signature,
+    )
+    return FirstPaths(parent_edge=parent_edge, signature=(signature & _MASK63).astype(np.int64))
+
+
+@numba.njit(cache=True, inline="always")
+def _mix(a, b):
+    # splitmix64's finaliser over a combination: cheap, well spread, order-sensitive.
+    x = (a ^ (b + np.uint64(0x9E3779B97F4A7C15) + (a << np.uint64(6)) + (a >> np.uint64(2)))) & np.uint64(0xFFFFFFFFFFFFFFFF)
+    x ^= x >> np.uint64(30)
+    x *= np.uint64(0xBF58476D1CE4E5B9)
+    x ^= x >> np.uint64(27)
+    x *= np.uint64(0x94D049BB133111EB)
+    x ^= x >> np.uint64(31)
+    return x
+
+
+@numba.njit(cache=True)
+def _bfs_signatures(
+    root, edge_start, edge_to, edge_name, node_type,
+    retaining, named, string_hash, element_hash, root_hash, parent_edge, signature,
+):
+    n = edge_start.shape[0] - 1
+    hop = np.zeros(n, dtype=np.uint64)  # the hop that reached each object, to fold repeats
+    seen = np.zeros(n, dtype=np.bool_)
+    queue = np.empty(n, dtype=np.int32)
+    queue[0] = root
+    seen[root] = True
+    signature[root] = root_hash
+    head, tail = 0, 1
+    while head < tail:
+        u = queue[head]
+        head += 1
+        for e in range(edge_start[u], edge_start[u + 1]):
+            if not retaining[e]:
+                continue
+            v = edge_to[e]
+            if seen[v]:
+                continue
+            seen[v] = True
+            parent_edge[v] = e
+            label = string_hash[edge_name[e]] if named[e] else element_hash
+            h = _mix(label, string_hash[node_type[v]])
+            hop[v] = h
+            # A hop equal to the previous one (a list's next → Node) does not lengthen the path.
+            signature[v] = signature[u] if hop[u] == h else _mix(signature[u], h)
+            queue[tail] = v
+            tail += 1
+
+
+def describe_path(graph: HeapGraph, paths: FirstPaths, node: int) -> str:
+    """The first path to ``node`` as text, root first, repeats folded as in the signature."""
+    numeric = {int(k) for k in NUMERIC_NAME_KINDS}
+    hops: list[str] = []
+    v = node
+    while paths.parent_edge[v] >= 0:
+        e = int(paths.parent_edge[v])
+        kind = int(graph.edge_kind[e])
+        label = "[]" if kind in numeric else normalize_name(graph.strings[int(graph.edge_name[e])])
+        hop = f"{label} → {graph.type_name(v)}"
+        if not hops or hops[-1] != hop:
+            hops.append(hop)
+        v = _source_of(graph, e)
+    if v != graph.root:
+        return ""  # not reachable over retaining references
+    return " / ".join([graph.type_name(graph.root), *reversed(hops)])
+
+
+def _source_of(graph: HeapGraph, edge: int) -> int:
+    # edge_start is sorted: the source is the last node whose edges start at or before ``edge``.
+    return int(np.searchsorted(graph.edge_start, edge, side="right") - 1)
