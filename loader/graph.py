@@ -131,7 +131,11 @@ class HeapGraph:
             raise ValueError("the graph has no nodes")
         if not 0 <= self.root < n:
             raise ValueError(f"root {self.root} is not a node index")
-        if self.edge_start[0] != 0 or self.edge_start[-1] != m or np.any(np.diff(self.edge_start) < 0):
+        # The checks over whole arrays run in slices: on a large snapshot their temporaries would
+        # otherwise set the reader's peak memory.
+        if self.edge_start[0] != 0 or self.edge_start[-1] != m or any(
+            bool((self.edge_start[lo + 1 : hi + 1] < self.edge_start[lo:hi]).any()) for lo, hi in _slices(n)
+        ):
             raise ValueError("edge_start is not a monotone CSR offset array ending at the edge count")
         if m and (self.edge_to.min() < 0 or self.edge_to.max() >= n):
             raise ValueError("an edge points outside the node range")
@@ -143,13 +147,22 @@ class HeapGraph:
                 raise ValueError(f"a node's {label} is not a string index")
         if n and self.kind.max() >= len(self.node_kinds):
             raise ValueError("a node's kind is not an index into node_kinds")
-        named = ~np.isin(self.edge_kind, [int(k) for k in NUMERIC_NAME_KINDS])
-        if m and named.any() and self.edge_name[named].max() >= strings:
-            raise ValueError("an edge's name is not a string index")
+        numeric = [int(k) for k in NUMERIC_NAME_KINDS]
+        for lo, hi in _slices(m):
+            named = ~np.isin(self.edge_kind[lo:hi], numeric)
+            if named.any() and self.edge_name[lo:hi][named].max() >= strings:
+                raise ValueError("an edge's name is not a string index")
         # Sorting beats np.unique here: numpy's hash-based unique is slow on millions of distinct ids.
         sorted_ids = np.sort(self.ids)
         if n > 1 and bool((sorted_ids[1:] == sorted_ids[:-1]).any()):
             raise ValueError("object ids are not unique")
+
+
+_SLICE = 1 << 20
+
+
+def _slices(length: int) -> list[tuple[int, int]]:
+    return [(lo, min(length, lo + _SLICE)) for lo in range(0, length, _SLICE)]
 
 
 def csr_from_coo(
