@@ -76,11 +76,12 @@ def sniff(head: bytes) -> bool:
 
 def read_graph(path: str | os.PathLike[str], on_bytes: ByteProgress | None = None) -> HeapGraph:
     """Read a Luau heap dump into a :class:`HeapGraph` (see the module docstring)."""
-    doc = _load_json(path, on_bytes)
+    doc = load_dump(path, on_bytes)
     return _Builder(path, doc).build()
 
 
-def _load_json(path: str | os.PathLike[str], on_bytes: ByteProgress | None) -> dict[str, Any]:
+def load_dump(path: str | os.PathLike[str], on_bytes: ByteProgress | None = None) -> dict[str, Any]:
+    """The dump as the VM wrote it (parsed JSON), with the checks and errors of :func:`read_graph`."""
     try:
         with open(path, "rb") as f:
             data = f.read()

@@ -1,0 +1,170 @@
+"""Luau's own ``heapgraph.py`` path attribution, reproduced exactly, so heapdb's totals can be compared.
+
+Luau ships ``tools/heapgraph.py``: given a baseline dump and a newer one, it says where the *new*
+objects (addresses absent from the baseline) hang, as a tree of labelled paths drawn as a flame
+graph. Its rules, which this module follows to the letter:
+
+- a breadth-first walk from the dump's listed roots (``mainthread``, ``registry``, in the file's
+  order), visiting each address once; an object belongs to the path of the first queue entry for it
+  that is taken off the queue;
+- only some references start a new path label; the others keep the object at its holder's path:
+
+  ======================  ========================================================
+  object                  references followed (label, or "same path")
+  ======================  ========================================================
+  table                   string keys (same path; always strong), the value under a
+                          string key (label: the key's text, unless weak values),
+                          other keys and values (same path, unless weak keys/values),
+                          array slots (same path), metatable (``__meta``)
+  function                env (``__env``), proto (``__proto``), upvalues (label:
+                          the proto's ``source``, empty when there is none)
+  userdata                metatable (``__meta``)
+  thread                  env (``__env``), stack slots (``__stack``)
+  proto                   constants and nested protos (same path)
+  upvalue                 its object (same path)
+  ======================  ========================================================
+
+- weak keys and values come from the table's metatable's string key ``__mode``;
+- each new object adds its size and a count to its path; a path's total is its own plus its
+  children's (the flame graph's width).
+
+Objects alive only through the VM's unlisted roots are not reached, exactly as in ``heapgraph.py``
+(heapdb's own analysis hangs them under "(other roots)" instead).
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from heapdb.errors import FormatError
+from heapdb.loader.formats.luau import load_dump
+
+
+@dataclass
+class PathNode:
+    """One label in the tree; ``count`` and ``size`` are the new objects at exactly this path."""
+
+    name: str
+    count: int = 0
+    size: int = 0
+    children: dict[str, PathNode] = field(default_factory=dict)
+
+    def child(self, name: str) -> PathNode:
+        node = self.children.get(name)
+        if node is None:
+            node = self.children[name] = PathNode(name)
+        return node
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Every path with its own and total count and size, largest total first (no recursion)."""
+        order: list[tuple[tuple[str, ...], PathNode]] = []
+        stack: list[tuple[tuple[str, ...], PathNode]] = [((), self)]
+        while stack:
+            path, node = stack.pop()
+            order.append((path, node))
+            stack.extend(((*path, c.name), c) for c in node.children.values())
+        totals: dict[int, tuple[int, int]] = {}
+        for path, node in reversed(order):  # children before parents
+            count, size = node.count, node.size
+            for c in node.children.values():
+                c_count, c_size = totals[id(c)]
+                count, size = count + c_count, size + c_size
+            totals[id(node)] = (count, size)
+        rows = [
+            {"path": list(path), "count": node.count, "size": node.size, "total_count": totals[id(node)][0], "total_size": totals[id(node)][1]}
+            for path, node in order
+        ]
+        rows.sort(key=lambda r: (-r["total_size"], r["path"]))
+        return rows
+
+
+def heapgraph(dump: dict[str, Any], baseline: dict[str, Any] | None = None, *, path: str | os.PathLike[str] | None = None) -> PathNode:
+    """The tree of paths to the objects of ``dump`` absent from ``baseline`` (all objects without one)."""
+    heap: dict[str, dict[str, Any]] = dump["objects"]
+    old = baseline["objects"] if baseline is not None else None
+    root = PathNode("")
+
+    def obj(address: str) -> dict[str, Any]:
+        found = heap.get(address)
+        if found is None:
+            raise FormatError(path, f"a reference to {address}, which is not an object of the dump", record=f"object {address}")
+        return found
+
+    def string_at(address: Any) -> str | None:
+        if not address:
+            return None
+        o = obj(address)
+        return o.get("data") if o.get("type") == "string" else None
+
+    def mode_of(table: dict[str, Any]) -> str:
+        meta = table.get("metatable")
+        if not meta:
+            return ""
+        pairs = obj(meta).get("pairs", [])
+        for i in range(0, len(pairs), 2):
+            if string_at(pairs[i]) == "__mode":
+                return string_at(pairs[i + 1]) or ""
+        return ""
+
+    queue: deque[tuple[str, PathNode]] = deque((address, root.child(name)) for name, address in dump["roots"].items())
+    visited: set[str] = set()
+    while queue:
+        address, node = queue.popleft()
+        if address in visited:
+            continue
+        visited.add(address)
+        o = obj(address)
+        if old is None or address not in old:
+            node.count += 1
+            node.size += int(o.get("size", 0))
+        kind = o.get("type")
+        follow: list[tuple[Any, PathNode]] = []
+        if kind == "table":
+            mode = mode_of(o)
+            weak_keys, weak_values = "k" in mode, "v" in mode
+            pairs = o.get("pairs", [])
+            for i in range(0, len(pairs) - 1, 2):
+                key, value = pairs[i], pairs[i + 1]
+                key_text = string_at(key)
+                if key_text is not None:
+                    follow.append((key, node))  # string keys are always strong
+                    if value and not weak_values:
+                        follow.append((value, node.child(key_text)))
+                else:
+                    if key and not weak_keys:
+                        follow.append((key, node))
+                    if value and not weak_values:
+                        follow.append((value, node))
+            follow += [(a, node) for a in o.get("array", [])]
+            if o.get("metatable"):
+                follow.append((o["metatable"], node.child("__meta")))
+        elif kind == "function":
+            follow.append((o.get("env"), node.child("__env")))
+            proto = o.get("proto")
+            source = obj(proto).get("source", "") if proto else ""
+            if proto:
+                follow.append((proto, node.child("__proto")))
+            follow += [(a, node.child(source)) for a in o.get("upvalues", [])]
+        elif kind == "userdata":
+            if o.get("metatable"):
+                follow.append((o["metatable"], node.child("__meta")))
+        elif kind == "thread":
+            follow.append((o.get("env"), node.child("__env")))
+            follow += [(a, node.child("__stack")) for a in o.get("stack", [])]
+        elif kind == "proto":
+            follow += [(a, node) for a in o.get("constants", [])]
+            follow += [(a, node) for a in o.get("protos", [])]
+        elif kind == "upvalue":
+            if o.get("object"):
+                follow.append((o["object"], node))
+        queue.extend((a, n) for a, n in follow if a)
+    return root
+
+
+def heapgraph_files(final: str | os.PathLike[str], baseline: str | os.PathLike[str] | None = None) -> PathNode:
+    """:func:`heapgraph` over dump files, read with the Luau reader's checks."""
+    old = load_dump(baseline) if baseline is not None else None
+    return heapgraph(load_dump(final), old, path=final)
