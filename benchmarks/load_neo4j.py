@@ -140,6 +140,7 @@ def bench_admin_import(graph: HeapGraph, result: analysis.Analysis, workdir: Pat
         f"--relationships={refs}",
         "--overwrite-destination=true",
         "--id-type=integer",
+        f"--report-file={workdir / 'import.report'}",
         "bench",
     ]
     started = time.monotonic()

@@ -12,9 +12,11 @@ each hop being the reference's normalized name and the type of the object it rea
 reference is left out: a context variable and a property of the same name read the same in a path):
 
 - element indexes and names that are numbers or addresses become ``[]`` and ``*``, so ``items[17]``
-  and ``items[18]`` are the same hop;
+  and ``items[18]`` are the same hop, and digits inside names become ``#`` (``k1001`` → ``k#``);
 - a hop equal to the one before it adds nothing, so every node of a linked list, however deep,
   shares one signature (``next → Node`` repeated is one hop);
+- a synthetic node (the root, a root group like ``(GC roots)``) is its own name, whatever reference
+  leads to it;
 - the hash depends on the text of names and types, not on string-table positions, so equal paths
   in different snapshots get equal signatures.
 
@@ -33,12 +35,17 @@ import numpy as np
 from heapdb.loader.graph import NUMERIC_NAME_KINDS, HeapGraph
 
 _VOLATILE = re.compile(r"^(-?\d+(\.\d+)?|0x[0-9a-fA-F]+|[0-9a-fA-F]{8,})$")
+_DIGITS = re.compile(r"\d+")
 _MASK63 = np.uint64(0x7FFF_FFFF_FFFF_FFFF)
 
 
 def normalize_name(name: str) -> str:
-    """The part of a reference name that is the same in every build: numbers and addresses go."""
-    return "*" if _VOLATILE.match(name) else name
+    """The part of a reference name that is the same in every build.
+
+    Numbers and addresses become ``*``; digits inside names become ``#``, so the keys of a cache
+    (``k1001``, ``session-17``) are one hop, not one per entry.
+    """
+    return "*" if _VOLATILE.match(name) else _DIGITS.sub("#", name)
 
 
 def _text_hash(text: str) -> int:
@@ -60,16 +67,19 @@ def first_paths(graph: HeapGraph, retaining: np.ndarray) -> FirstPaths:
     numeric = np.array(sorted(int(k) for k in NUMERIC_NAME_KINDS), dtype=np.uint8)
     named = ~np.isin(graph.edge_kind, numeric)
     # Hash each distinct string once, and only the strings that serve as names or types.
-    used = np.unique(np.concatenate([graph.edge_name[named].astype(np.int64), graph.type.astype(np.int64)]))
+    synthetic = _synthetic_nodes(graph)
+    used = np.unique(
+        np.concatenate([graph.edge_name[named].astype(np.int64), graph.type.astype(np.int64), graph.name[synthetic].astype(np.int64)])
+    )
     string_hash = np.zeros(len(graph.strings), dtype=np.uint64)
     string_hash[used] = np.array([_text_hash(normalize_name(graph.strings[i])) for i in used.tolist()], dtype=np.uint64)
     element_hash = np.uint64(_text_hash("[]"))
-    root_hash = np.uint64(_text_hash("(root)"))
+    root_hash = string_hash[graph.name[graph.root]] if synthetic[graph.root] else np.uint64(_text_hash(graph.type_name(graph.root)))
 
     parent_edge = np.full(n, -1, dtype=np.int64)
     signature = np.zeros(n, dtype=np.uint64)
     _bfs_signatures(
-        graph.root, graph.edge_start, graph.edge_to, graph.edge_name, graph.type,
+        graph.root, graph.edge_start, graph.edge_to, graph.edge_name, graph.type, graph.name, synthetic,
         retaining, named, string_hash, element_hash, root_hash, parent_edge, signature,
     )
     return FirstPaths(parent_edge=parent_edge, signature=(signature & _MASK63).astype(np.int64))
@@ -89,7 +99,7 @@ def _mix(a, b):
 
 @numba.njit(cache=True)
 def _bfs_signatures(
-    root, edge_start, edge_to, edge_name, node_type,
+    root, edge_start, edge_to, edge_name, node_type, node_name, synthetic,
     retaining, named, string_hash, element_hash, root_hash, parent_edge, signature,
 ):
     n = edge_start.shape[0] - 1
@@ -111,8 +121,11 @@ def _bfs_signatures(
                 continue
             seen[v] = True
             parent_edge[v] = e
-            label = string_hash[edge_name[e]] if named[e] else element_hash
-            h = _mix(label, string_hash[node_type[v]])
+            if synthetic[v]:
+                h = _mix(element_hash, string_hash[node_name[v]])
+            else:
+                label = string_hash[edge_name[e]] if named[e] else element_hash
+                h = _mix(label, string_hash[node_type[v]])
             hop[v] = h
             # A hop equal to the previous one (a list's next → Node) does not lengthen the path.
             signature[v] = signature[u] if hop[u] == h else _mix(signature[u], h)
@@ -123,19 +136,30 @@ def _bfs_signatures(
 def describe_path(graph: HeapGraph, paths: FirstPaths, node: int) -> str:
     """The first path to ``node`` as text, root first, repeats folded as in the signature."""
     numeric = {int(k) for k in NUMERIC_NAME_KINDS}
+    synthetic = _synthetic_nodes(graph)
     hops: list[str] = []
     v = node
     while paths.parent_edge[v] >= 0:
         e = int(paths.parent_edge[v])
         kind = int(graph.edge_kind[e])
-        label = "[]" if kind in numeric else normalize_name(graph.strings[int(graph.edge_name[e])])
-        hop = f"{label} → {graph.type_name(v)}"
+        if synthetic[v]:
+            hop = graph.node_name(v) or "(synthetic)"
+        else:
+            label = "[]" if kind in numeric else normalize_name(graph.strings[int(graph.edge_name[e])])
+            hop = f"{label} → {graph.type_name(v)}"
         if not hops or hops[-1] != hop:
             hops.append(hop)
         v = _source_of(graph, e)
     if v != graph.root:
         return ""  # not reachable over retaining references
-    return " / ".join([graph.type_name(graph.root), *reversed(hops)])
+    root = (graph.node_name(graph.root) or "(root)") if synthetic[graph.root] else graph.type_name(graph.root)
+    return " / ".join([root, *reversed(hops)])
+
+
+def _synthetic_nodes(graph: HeapGraph) -> np.ndarray:
+    """bool[n]: nodes of the runtime's synthetic kind (roots and root groups), named rather than typed."""
+    kinds = [i for i, name in enumerate(graph.node_kinds) if name == "synthetic"]
+    return np.isin(graph.kind, kinds)
 
 
 def _source_of(graph: HeapGraph, edge: int) -> int:

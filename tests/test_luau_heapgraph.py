@@ -141,3 +141,22 @@ def test_visits_exactly_what_the_reader_graph_reaches_from_the_listed_roots() ->
     reached_size = int(graph.self_size[seen].sum())
     assert rows[0]["total_count"] == reached
     assert rows[0]["total_size"] == reached_size
+
+
+def test_cli_lists_paths_and_writes_a_flame_graph(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from heapdb.cli import main
+
+    final, baseline = fixture("luau-3-final.json"), fixture("luau-1-baseline.json")
+    svg = tmp_path / "growth.svg"
+    result = CliRunner().invoke(main, ["heapgraph", str(final), str(baseline), "--svg", str(svg), "--top", "5"])
+    assert result.exit_code == 0, result.output
+    assert "2,400 objects" in result.stdout
+    assert "mainthread / __stack / entries" in result.stdout
+    assert svg.read_text().startswith("<svg") and "entries" in svg.read_text()
+    data = CliRunner().invoke(main, ["heapgraph", str(final), str(baseline), "--json"])
+    rows = json.loads(data.stdout)["paths"]
+    assert rows[0]["total_size"] == sum(r["size"] for r in rows)
+    bad = CliRunner().invoke(main, ["heapgraph", str(fixture("luau-classes.json"))])
+    assert bad.exit_code == 1 and "invalid JSON" in bad.stderr

@@ -134,6 +134,7 @@ def test_indexes_numbers_and_list_depth_are_normalized() -> None:
     assert sig[7] == sig[8] == sig[9], "a linked list's depth does not split it"
     assert sig[6] != sig[7], "the list's head is held differently from its tail"
     assert normalize_name("0x7ffe12") == normalize_name("1234") == "*" and normalize_name("entries") == "entries"
+    assert normalize_name("k1001") == normalize_name("k7") == "k#" and normalize_name("session-12a") == "session-#a"
 
 
 def test_leaked_class_keeps_its_path_across_real_snapshots(leak_snapshots: dict[str, Path]) -> None:
