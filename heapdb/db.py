@@ -78,8 +78,13 @@ class Database:
         self.close()
 
 
-def connect(say: Callable[[str], None] = _to_stderr, start_managed: bool = True) -> Database:
-    """Open the configured Neo4j, starting the managed one if that is what is configured."""
+def connect(say: Callable[[str], None] = _to_stderr, start_managed: bool = True, retry_seconds: float = 30.0) -> Database:
+    """Open the configured Neo4j, starting the managed one if that is what is configured.
+
+    ``retry_seconds`` is how long the driver keeps retrying a transaction that failed for a passing
+    reason (a lost connection, a leader switch): long for a load, short for a service that should
+    answer 503 while Neo4j is away rather than hang.
+    """
     conn = config.connection()
     if conn.managed and start_managed and neo4j_server.running_pid() is None:
         say(f"no NEO4J_URI set: starting the managed Neo4j at {conn.uri} (stop it with `heapdb neo4j stop`)")
@@ -88,7 +93,9 @@ def connect(say: Callable[[str], None] = _to_stderr, start_managed: bool = True)
     try:
         # Notifications (deprecations, unknown property names on an empty database) are for people
         # writing queries in the Browser; heapdb's own queries are tested, so they would be noise.
-        driver = neo4j.GraphDatabase.driver(conn.uri, auth=(conn.user, conn.password), notifications_min_severity="OFF")
+        driver = neo4j.GraphDatabase.driver(
+            conn.uri, auth=(conn.user, conn.password), notifications_min_severity="OFF", max_transaction_retry_time=retry_seconds
+        )
     except (ValueError, ConfigurationError) as e:  # a malformed URI
         raise DatabaseUnavailable(f"cannot use {conn.uri!r} as a Neo4j address: {e}") from None
     try:

@@ -83,7 +83,7 @@ def render_svg(root: Frame, title: str) -> str:
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" '
         f'font-family="{FONT}" font-size="11">',
-        f'<rect width="100%" height="100%" fill="#fdf8ee"/>',
+        '<rect width="100%" height="100%" fill="#fdf8ee"/>',
         f'<text x="{WIDTH / 2}" y="24" text-anchor="middle" font-size="16">{escape(title)}</text>',
         f'<text x="10" y="{height - 10}" fill="#555">width = bytes; {human_bytes(root.total_size)} in '
         f"{root.total_count:,} objects; hover a frame for its path</text>",

@@ -133,8 +133,11 @@ def _bfs_signatures(
             tail += 1
 
 
-def describe_path(graph: HeapGraph, paths: FirstPaths, node: int) -> str:
-    """The first path to ``node`` as text, root first, repeats folded as in the signature."""
+def path_hops(graph: HeapGraph, paths: FirstPaths, node: int) -> list[str]:
+    """The first path to ``node`` as labels, root first, repeats folded as in the signature.
+
+    Empty for an object the root does not reach.
+    """
     numeric = {int(k) for k in NUMERIC_NAME_KINDS}
     synthetic = _synthetic_nodes(graph)
     hops: list[str] = []
@@ -151,9 +154,14 @@ def describe_path(graph: HeapGraph, paths: FirstPaths, node: int) -> str:
             hops.append(hop)
         v = _source_of(graph, e)
     if v != graph.root:
-        return ""  # not reachable over retaining references
+        return []
     root = (graph.node_name(graph.root) or "(root)") if synthetic[graph.root] else graph.type_name(graph.root)
-    return " / ".join([root, *reversed(hops)])
+    return [root, *reversed(hops)]
+
+
+def describe_path(graph: HeapGraph, paths: FirstPaths, node: int) -> str:
+    """:func:`path_hops` as one line, hops separated by `` / ``."""
+    return " / ".join(path_hops(graph, paths, node))
 
 
 def _synthetic_nodes(graph: HeapGraph) -> np.ndarray:

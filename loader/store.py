@@ -32,7 +32,7 @@ from heapdb.db import Database, translate_errors
 from heapdb.errors import HeapdbError, NotFound
 from heapdb.loader.analysis import Analysis
 from heapdb.loader.graph import EDGE_KIND_NAMES, NUMERIC_NAME_KINDS, HeapGraph
-from heapdb.loader.paths import FirstPaths, describe_path, first_paths
+from heapdb.loader.paths import FirstPaths, first_paths, path_hops
 from heapdb.units import shorten
 
 DEFAULT_BATCH = 20_000
@@ -43,6 +43,7 @@ SCHEMA = (
     "CREATE CONSTRAINT heapdb_object_key IF NOT EXISTS FOR (o:Object) REQUIRE (o.sid, o.id) IS UNIQUE",
     "CREATE CONSTRAINT heapdb_path_group_key IF NOT EXISTS FOR (g:PathGroup) REQUIRE (g.sid, g.sig) IS UNIQUE",
     "CREATE INDEX heapdb_object_path IF NOT EXISTS FOR (o:Object) ON (o.sid, o.path_sig)",
+    "CREATE CONSTRAINT heapdb_type_group_key IF NOT EXISTS FOR (t:TypeGroup) REQUIRE (t.sid, t.type) IS UNIQUE",
 )
 
 
@@ -77,24 +78,38 @@ class LoadInput:
         )
 
     def path_groups(self) -> list[list[Any]]:
-        """One row per distinct first-path signature: [sig, path text, objects, self size, retained size].
+        """One row per distinct first-path signature: [sig, path text, hops, objects, self size, retained size]."""
+        rows = []
+        for sig, first, figures in self._groups(self.paths.signature):
+            hops = path_hops(self.graph, self.paths, first)
+            rows.append([int(sig), " / ".join(hops), hops, *figures])
+        return rows
 
-        The retained size of a group sums its members whose immediate dominator is outside the
-        group, so a member that directly dominates another is not counted twice.
+    def type_groups(self) -> list[list[Any]]:
+        """One row per type: [type, objects, self size, retained size]."""
+        g = self.graph
+        return [[g.strings[int(t)], *figures] for t, _first, figures in self._groups(g.type.astype(np.int64))]
+
+    def _groups(self, key: np.ndarray) -> list[tuple[int, int, list[int]]]:
+        """Reachable objects (the root and synthetic nodes aside) grouped by ``key``.
+
+        Per group: the key, its first member, and [objects, self size, retained size], where the
+        retained size sums the members whose immediate dominator is outside the group, so a member
+        that directly dominates another is not counted twice.
         """
-        g, sig = self.graph, self.paths.signature
-        members = np.flatnonzero(self.reachable & (np.arange(g.node_count) != g.root))
+        g = self.graph
+        synthetic = np.isin(g.kind, [i for i, k in enumerate(g.node_kinds) if k == "synthetic"])
+        members = np.flatnonzero(self.reachable & ~synthetic & (np.arange(g.node_count) != g.root))
         if members.size == 0:
             return []
-        signatures, first, inverse, counts = np.unique(sig[members], return_index=True, return_inverse=True, return_counts=True)
-        self_size = np.bincount(inverse, weights=g.self_size[members], minlength=signatures.size)
-        # A member is "top" in its group when its immediate dominator is in another group.
+        keys, first, inverse, counts = np.unique(key[members], return_index=True, return_inverse=True, return_counts=True)
+        self_size = np.bincount(inverse, weights=g.self_size[members], minlength=keys.size)
         dominator = self.idom[members]
-        top = (dominator < 0) | (sig[np.maximum(dominator, 0)] != sig[members])
-        retained = np.bincount(inverse, weights=np.where(top, self.retained_size[members], 0), minlength=signatures.size)
+        top = (dominator < 0) | (key[np.maximum(dominator, 0)] != key[members])
+        retained = np.bincount(inverse, weights=np.where(top, self.retained_size[members], 0), minlength=keys.size)
         return [
-            [int(s), describe_path(g, self.paths, int(members[f])), int(c), int(a), int(r)]
-            for s, f, c, a, r in zip(signatures.tolist(), first.tolist(), counts.tolist(), self_size.tolist(), retained.tolist())
+            (int(k), int(members[f]), [int(c), int(a), int(r)])
+            for k, f, c, a, r in zip(keys.tolist(), first.tolist(), counts.tolist(), self_size.tolist(), retained.tolist())
         ]
 
 
@@ -166,11 +181,12 @@ def _delete_objects(database: Database, sid: int, batch: int = 20_000) -> None:
             sid=sid,
             batch=batch,
         ).consume()
-        session.run(
-            "MATCH (g:PathGroup {sid: $sid}) WHERE g.sig IS NOT NULL CALL (g) { DELETE g } IN TRANSACTIONS OF $batch ROWS",
-            sid=sid,
-            batch=batch,
-        ).consume()
+        for label, key in (("PathGroup", "sig"), ("TypeGroup", "type")):
+            session.run(
+                f"MATCH (g:{label} {{sid: $sid}}) WHERE g.{key} IS NOT NULL CALL (g) {{ DELETE g }} IN TRANSACTIONS OF $batch ROWS",
+                sid=sid,
+                batch=batch,
+            ).consume()
     database.write("MATCH (s:Snapshot {sid: $sid}) DELETE s", {"sid": sid})
 
 
@@ -291,7 +307,12 @@ CREATE_WEAK_REFS = CREATE_REFS.replace(":REF", ":WEAK_REF")
 
 CREATE_PATH_GROUPS = """
 UNWIND $rows AS r
-CREATE (:PathGroup {sid: $sid, sig: r[0], path: r[1], objects: r[2], self_size: r[3], retained_size: r[4]})
+CREATE (:PathGroup {sid: $sid, sig: r[0], path: r[1], hops: r[2], objects: r[3], self_size: r[4], retained_size: r[5]})
+"""
+
+CREATE_TYPE_GROUPS = """
+UNWIND $rows AS r
+CREATE (:TypeGroup {sid: $sid, type: r[0], objects: r[1], self_size: r[2], retained_size: r[3]})
 """
 
 CREATE_DOMINATES = """
@@ -403,10 +424,13 @@ def load(
     report.seconds["dominators"] = time.monotonic() - started
 
     started = time.monotonic()
-    groups = data.path_groups()
-    with progress.bar("write path groups", total=len(groups), unit="group") as bar:
-        _run_batches(database, CREATE_PATH_GROUPS, sid, (groups[lo:hi] for lo, hi in _chunks(len(groups), batch_size)), bar, workers)
-    report.seconds["path groups"] = time.monotonic() - started
+    for label, statement, groups in (
+        ("path groups", CREATE_PATH_GROUPS, data.path_groups()),
+        ("type groups", CREATE_TYPE_GROUPS, data.type_groups()),
+    ):
+        with progress.bar(f"write {label}", total=len(groups), unit="group") as bar:
+            _run_batches(database, statement, sid, (groups[lo:hi] for lo, hi in _chunks(len(groups), batch_size)), bar, workers)
+    report.seconds["groups"] = time.monotonic() - started
 
     # The switch: in one transaction the new snapshot becomes the tag's, the old one stops being.
     database.write(

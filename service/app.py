@@ -1,19 +1,31 @@
 """The REST service: a thin FastAPI layer over the same functions the CLI calls.
 
-Errors come back as JSON bodies ``{"error": "..."}``: 404 for an unknown snapshot or object, 422 for
-bad parameters, 503 when Neo4j cannot be reached.
+Errors come back as JSON bodies ``{"error": "..."}``: 401 without the bearer token (when
+``HEAPDB_API_TOKEN`` is set), 404 for an unknown snapshot, object or stored query, 422 for bad
+parameters (and for queries Neo4j rejects or stops at the timeout), 503 when Neo4j cannot be reached.
+
+Every answer comes from :class:`heapdb.answers.Questions`, the functions the CLI calls; the URLs are
+stable, so ``/api/snapshots/build123/objects/4711/why?format=svg`` works as a link in a bug report.
 """
 
 from __future__ import annotations
 
+import os
+import secrets
 import threading
 from collections.abc import Callable
+from typing import Annotated, Any, Literal
 
-from fastapi import FastAPI, Request
+import neo4j.exceptions
+from fastapi import FastAPI, Query, Request, Response
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from heapdb import __version__, db
+from heapdb import __version__, answers, db, render
 from heapdb.errors import DatabaseUnavailable, HeapdbError, NotFound, QueryError
+from heapdb.queries import catalog
 
 
 class DatabaseHandle:
@@ -37,15 +49,36 @@ class DatabaseHandle:
                 self._database = None
 
 
-def create_app(connect: Callable[[], db.Database] | None = None) -> FastAPI:
-    """Build the app. ``connect`` opens the database (default: :func:`heapdb.db.connect`)."""
+GRAPH_MEDIA = {"json": "application/json", "dot": "text/vnd.graphviz; charset=utf-8", "svg": "image/svg+xml"}
+
+
+def create_app(
+    connect: Callable[[], db.Database] | None = None,
+    *,
+    timeout: float | None = None,
+    token: str | None = None,
+) -> FastAPI:
+    """Build the app.
+
+    ``connect`` opens the database (default: :func:`heapdb.db.connect`); ``timeout`` bounds each
+    query in seconds (default ``HEAPDB_QUERY_TIMEOUT`` or 30); ``token``, when set (default
+    ``HEAPDB_API_TOKEN``), must come as ``Authorization: Bearer <token>`` on every ``/api`` call but
+    ``/api/health``.
+    """
     app = FastAPI(
         title="heapdb",
         version=__version__,
         description="Heap snapshots from many builds in Neo4j: why is this object alive, what leaked, what holds the heap.",
     )
-    handle = DatabaseHandle(connect or (lambda: db.connect(start_managed=False)))
+    # A short retry window: while Neo4j is away, requests should get a 503 quickly, not hang.
+    handle = DatabaseHandle(connect or (lambda: db.connect(start_managed=False, retry_seconds=2.0)))
     app.state.database = handle
+    query_timeout = timeout if timeout is not None else float(os.environ.get("HEAPDB_QUERY_TIMEOUT", answers.DEFAULT_TIMEOUT))
+    api_token = token if token is not None else os.environ.get("HEAPDB_API_TOKEN") or None
+    cache = answers.AnswerCache()
+
+    def questions() -> answers.Questions:
+        return answers.Questions(handle.get(), query_timeout, cache)
 
     @app.exception_handler(HeapdbError)
     async def heapdb_error(request: Request, error: HeapdbError) -> JSONResponse:
@@ -58,9 +91,151 @@ def create_app(connect: Callable[[], db.Database] | None = None) -> FastAPI:
             return JSONResponse({"error": str(error)}, status_code=422)
         return JSONResponse({"error": str(error)}, status_code=400)
 
+    @app.exception_handler(neo4j.exceptions.DriverError)
+    @app.exception_handler(neo4j.exceptions.TransientError)
+    @app.exception_handler(neo4j.exceptions.DatabaseError)
+    async def neo4j_trouble(request: Request, error: Exception) -> JSONResponse:
+        # What the driver raises while Neo4j shuts down or restarts (a closed connection, "database
+        # unavailable", a retry that ran out of time): the service is fine, the database is not.
+        handle.reset()
+        return JSONResponse({"error": f"Neo4j is unavailable: {type(error).__name__}: {error}"}, status_code=503)
+
+    @app.exception_handler(RequestValidationError)
+    async def bad_request(request: Request, error: RequestValidationError) -> JSONResponse:
+        problems = "; ".join(f"{'.'.join(str(x) for x in e['loc'][1:]) or e['loc'][0]}: {e['msg']}" for e in error.errors())
+        return JSONResponse({"error": f"bad parameters: {problems}"}, status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, error: StarletteHTTPException) -> JSONResponse:
+        return JSONResponse({"error": str(error.detail)}, status_code=error.status_code, headers=getattr(error, "headers", None))
+
+    @app.middleware("http")
+    async def require_token(request: Request, call_next):  # type: ignore[no-untyped-def]
+        path = request.url.path
+        if api_token and path.startswith("/api/") and path != "/api/health":
+            scheme, _, given = request.headers.get("authorization", "").partition(" ")
+            if scheme.lower() != "bearer" or not secrets.compare_digest(given.strip().encode(), api_token.encode()):
+                return JSONResponse({"error": "missing or wrong bearer token (Authorization: Bearer <HEAPDB_API_TOKEN>)"}, status_code=401, headers={"WWW-Authenticate": "Bearer"})
+        return await call_next(request)
+
     @app.get("/api/health", summary="Whether the service can reach Neo4j")
     def health() -> dict[str, object]:
         rows = handle.get().read("CALL dbms.components() YIELD name, versions, edition RETURN *", timeout=10)
         return {"status": "ok", "heapdb": __version__, "neo4j": [f"{r['name']} {r['versions'][0]} {r['edition']}" for r in rows]}
 
+    @app.get("/api/snapshots", summary="The snapshots that can be queried (status ready)")
+    def snapshots() -> list[dict[str, Any]]:
+        return questions().snapshots()
+
+    @app.get("/api/snapshots/{tag}", summary="One snapshot")
+    def snapshot(tag: str) -> dict[str, Any]:
+        return questions().snapshot(tag)
+
+    @app.get("/api/snapshots/{tag}/objects/{object_id}", summary="An object with its incoming and outgoing references")
+    def object_details(tag: str, object_id: int, limit: Annotated[int, Query(ge=0, le=answers.MAX_LIMIT)] = 20) -> Any:
+        return answers.to_json(questions().object(tag, object_id, limit=limit))
+
+    @app.get("/api/snapshots/{tag}/find", summary="Objects of a type whose name contains a text, largest retained first")
+    def find(
+        tag: str,
+        type: Annotated[str, Query(min_length=1)],
+        name_contains: str = "",
+        limit: Annotated[int, Query(ge=1, le=answers.MAX_LIMIT)] = 10,
+    ) -> Any:
+        return answers.to_json(questions().find(tag, type, name_contains, limit=limit))
+
+    @app.get(
+        "/api/snapshots/{tag}/objects/{object_id}/why",
+        summary="Why is this object alive: retaining paths from the root",
+        responses={200: {"content": {m: {} for m in GRAPH_MEDIA.values()}}},
+    )
+    def why(
+        tag: str,
+        object_id: int,
+        k: Annotated[int, Query(ge=1, le=answers.MAX_K, description="paths, each ending with a different retaining reference")] = 1,
+        ignore_name: Annotated[list[str], Query(description="reference names to avoid")] = [],  # noqa: B006 - FastAPI copies defaults
+        ignore_type: Annotated[list[str], Query(description="object types to avoid")] = [],  # noqa: B006
+        ignore_id: Annotated[list[int], Query(description="object ids to avoid")] = [],  # noqa: B006
+        format: Annotated[Literal["json", "dot", "svg"], Query()] = "json",
+    ) -> Response:
+        answer = questions().why_alive(tag, object_id, k=k, ignore_names=ignore_name, ignore_types=ignore_type, ignore_ids=ignore_id)
+        return _graph_response(answer, format)
+
+    @app.get(
+        "/api/snapshots/{tag}/objects/{object_id}/dominators",
+        summary="The chain of immediate dominators from the root to this object",
+        responses={200: {"content": {m: {} for m in GRAPH_MEDIA.values()}}},
+    )
+    def dominators(tag: str, object_id: int, format: Annotated[Literal["json", "dot", "svg"], Query()] = "json") -> Response:
+        return _graph_response(questions().dominators(tag, object_id), format)
+
+    @app.get(
+        "/api/snapshots/{tag}/objects/{object_id}/retains",
+        summary="What this object keeps alive: its dominated subtree, largest first",
+        responses={200: {"content": {m: {} for m in GRAPH_MEDIA.values()}}},
+    )
+    def retains(
+        tag: str,
+        object_id: int,
+        depth: Annotated[int, Query(ge=1, le=answers.MAX_DEPTH)] = 3,
+        limit: Annotated[int, Query(ge=1, le=answers.MAX_LIMIT)] = 50,
+        format: Annotated[Literal["json", "dot", "svg"], Query()] = "json",
+    ) -> Response:
+        return _graph_response(questions().retains(tag, object_id, depth=depth, limit=limit), format)
+
+    @app.get("/api/snapshots/{tag}/top", summary="The objects that retain most")
+    def top(
+        tag: str,
+        type: str | None = None,
+        limit: Annotated[int, Query(ge=1, le=answers.MAX_LIMIT)] = 20,
+    ) -> Any:
+        return answers.to_json(questions().top(tag, type_name=type, limit=limit))
+
+    @app.get("/api/snapshots/{tag}/types", summary="Count, shallow size and retained size per type")
+    def types(
+        tag: str,
+        sort: Literal["count", "self_size", "retained_size", "max_retained_size"] = "self_size",
+        limit: Annotated[int, Query(ge=1, le=10_000)] = 50,
+    ) -> Any:
+        return answers.to_json(questions().types(tag, sort=sort, limit=limit))
+
+    @app.get("/api/diff/{before}/{after}", summary="What grew between two snapshots, per type or per retainer path")
+    def diff(
+        before: str,
+        after: str,
+        by: Literal["type", "path"] = "type",
+        limit: Annotated[int, Query(ge=1, le=10_000)] = 50,
+    ) -> Any:
+        return answers.to_json(questions().diff(before, after, by=by, limit=limit))
+
+    @app.get("/api/leaks", summary="memlab's three-snapshot leak candidates, clustered by retainer path")
+    def leaks(
+        baseline: Annotated[str, Query(min_length=1)],
+        target: Annotated[str, Query(min_length=1)],
+        final: Annotated[str, Query(min_length=1)],
+        limit: Annotated[int, Query(ge=1, le=answers.MAX_LIMIT)] = 20,
+    ) -> Any:
+        return answers.to_json(questions().leaks(baseline, target, final, limit=limit))
+
+    @app.get("/api/queries", summary="The stored queries and their parameters")
+    def stored_queries() -> list[dict[str, Any]]:
+        return [q.as_dict() for q in catalog.catalog().values()]
+
+    @app.get("/api/queries/{name}", summary="Run a stored query; its parameters come as query string keys (repeat a key for a list)")
+    def run_query(name: str, request: Request) -> dict[str, Any]:
+        stored = catalog.get(name)
+        values: dict[str, list[str]] = {}
+        for key, value in request.query_params.multi_items():
+            values.setdefault(key, []).append(value)
+        rows = catalog.run(handle.get(), name, stored.bind(values), timeout=query_timeout)
+        return {"query": name, "rows": jsonable_encoder(rows)}
+
     return app
+
+
+def _graph_response(answer: Any, fmt: str) -> Response:
+    if fmt == "dot":
+        return Response(render.dot(answer), media_type=GRAPH_MEDIA["dot"])
+    if fmt == "svg":
+        return Response(render.svg(answer), media_type=GRAPH_MEDIA["svg"])
+    return JSONResponse(answers.to_json(answer))

@@ -94,11 +94,19 @@ def test_load_stores_what_the_analysis_computed(database: Database, leak_snapsho
 
     # Path groups: one per distinct first-path signature of the reachable objects (the root aside).
     data = store.LoadInput.from_analysis(graph, result)
-    members = result.reachable.copy()
+    members = result.reachable & (graph.kind != graph.node_kinds.index("synthetic"))
     members[graph.root] = False
     signatures, counts = np.unique(data.paths.signature[members], return_counts=True)
     stored_groups = database.read("MATCH (g:PathGroup {sid: $sid}) RETURN g.sig AS sig, g.objects AS objects, g.path AS path", {"sid": sid})
     assert {g["sig"]: g["objects"] for g in stored_groups} == dict(zip(signatures.tolist(), counts.tolist()))
+    # Type groups: count and self size per type, as numpy counts them.
+    types, inverse = np.unique(graph.type[members], return_inverse=True)
+    sizes = np.bincount(inverse, weights=graph.self_size[members]).astype(np.int64)
+    stored_types = {
+        r["type"]: (r["objects"], r["self_size"])
+        for r in database.read("MATCH (t:TypeGroup {sid: $sid}) RETURN t.type AS type, t.objects AS objects, t.self_size AS self_size", {"sid": sid})
+    }
+    assert stored_types == {graph.strings[t]: (int(c), int(z)) for t, c, z in zip(types.tolist(), np.bincount(inverse).tolist(), sizes.tolist())}
     leaked = database.read(
         "MATCH (o:Object {sid: $sid, type: 'LeakedItem'}) WITH o.path_sig AS sig, count(*) AS n ORDER BY n DESC LIMIT 1 "
         "MATCH (g:PathGroup {sid: $sid, sig: sig}) RETURN g.path AS path, g.objects AS objects, n",

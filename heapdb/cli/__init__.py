@@ -57,7 +57,7 @@ def main(ctx: click.Context, debug: bool) -> None:
 
 def _register() -> None:
     # Imported for their side effect: each module adds its commands to `main`.
-    from heapdb.cli import analysis_cmd, formats_cmd, heapgraph_cmd, load_cmd, neo4j_cmd, serve_cmd  # noqa: F401
+    from heapdb.cli import analysis_cmd, compare_cmd, formats_cmd, heapgraph_cmd, load_cmd, neo4j_cmd, query_cmd, serve_cmd  # noqa: F401
 
 
 _register()

@@ -1,0 +1,271 @@
+"""Answers as text for a terminal, and as GraphViz dot and SVG for bug reports.
+
+The graph answers (why-alive paths, dominator chains, dominated subtrees) become a :class:`Figure`,
+a small list of nodes and edges, which :func:`dot` writes out. Labels carry the object's type, name,
+id and sizes in human units; the root is drawn as a grey house, the object asked about in red.
+Names come straight from the heap (any text at all), so every label is escaped for DOT.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from heapdb.answers import Diff, DominatorChain, Leaks, ObjectDetails, ObjectInfo, Reference, Retains, TypeRow, WhyAlive
+from heapdb.units import human_bytes
+
+NAME_WIDTH = 40  # characters of an object's name shown in a label or a line
+
+
+# --- text ------------------------------------------------------------------------------------
+
+
+def short_name(name: str, width: int = NAME_WIDTH) -> str:
+    """A name on one line, cut to ``width`` characters; control characters shown as escapes."""
+    flat = "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in name)
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def describe(o: ObjectInfo) -> str:
+    """``Type name (self, retained) @id``, the way every text answer names an object."""
+    name = short_name(o.name) or ("(root)" if o.root else "")
+    shown = f"{o.type} {name}" if name and name != o.type else o.type
+    return f"{shown} ({human_bytes(o.self_size)}, retained {human_bytes(o.retained_size)}) @{o.id}"
+
+
+def reference_label(r: Reference) -> str:
+    """A reference's name as people read it: element indexes as ``[3]``."""
+    if r.kind in ("element", "hidden") and r.name.isdigit():
+        return f"[{r.name}]"
+    return short_name(r.name, 60)
+
+
+def why_text(answer: WhyAlive) -> str:
+    """Each path as an indented chain from the root: ``--[name]--> Type name (self, retained)``."""
+    lines = [f"why is {describe(answer.target)} alive? (snapshot {answer.tag})"]
+    ignored = {k: v for k, v in answer.ignored.items() if v}
+    if ignored:
+        lines.append("ignoring " + "; ".join(f"{k}: {', '.join(map(str, v))}" for k, v in ignored.items()))
+    if not answer.paths:
+        if not answer.target.reachable:
+            lines.append("the root does not reach it over retaining references: it is garbage, kept only in the snapshot")
+        else:
+            lines.append("no retaining path avoids the ignored references and objects")
+    for number, path in enumerate(answer.paths, 1):
+        lines.append("")
+        lines.append(f"path {number} ({path.length} references):")
+        lines.append(f"  {describe(path.objects[0])}")
+        for reference, held in zip(path.references, path.objects[1:]):
+            weak = " (weak)" if reference.weak else ""
+            lines.append(f"    --[{reference_label(reference)}]-->{weak} {describe(held)}")
+    return "\n".join(lines)
+
+
+def dominators_text(answer: DominatorChain) -> str:
+    """The dominator chain, root first, one level of indentation per step."""
+    lines = [f"dominators of {describe(answer.target)} (snapshot {answer.tag}), root first:"]
+    if not answer.chain:
+        lines.append("  none: the root does not reach it")
+    for depth, o in enumerate(answer.chain):
+        lines.append("  " * (depth + 1) + describe(o))
+    return "\n".join(lines)
+
+
+def retains_text(answer: Retains) -> str:
+    """The dominated subtree as an indented tree."""
+    children: dict[int, list[ObjectInfo]] = {}
+    by_id = {o.id: o for o in answer.objects}
+    for parent, child in answer.edges:
+        children.setdefault(parent, []).append(by_id[child])
+    lines = [f"{describe(answer.target)} keeps alive {answer.target.retained_count:,} objects, {human_bytes(answer.target.retained_size)} (snapshot {answer.tag}):"]
+
+    def walk(o: ObjectInfo, depth: int) -> None:
+        lines.append("  " * depth + describe(o))
+        for child in children.get(o.id, []):
+            walk(child, depth + 1)
+
+    walk(answer.target, 0)
+    if answer.truncated:
+        lines.append(f"(cut at depth {answer.depth} / {answer.limit} objects; raise --depth or --limit for more)")
+    return "\n".join(lines)
+
+
+def objects_table(objects: list[ObjectInfo]) -> str:
+    """Objects as aligned columns: id, type, name, self size, retained size, distance."""
+    header = f"{'id':>14}  {'type':<28} {'name':<32} {'self':>10} {'retained':>11} {'distance':>8}"
+    rows = [
+        f"{o.id:>14}  {short_name(o.type, 28):<28} {short_name(o.name, 32):<32} {human_bytes(o.self_size):>10} "
+        f"{human_bytes(o.retained_size):>11} {'' if o.distance is None else o.distance:>8}"
+        for o in objects
+    ]
+    return "\n".join([header, *rows])
+
+
+def types_table(rows: list[TypeRow]) -> str:
+    header = f"{'type':<40} {'count':>10} {'self size':>11} {'retained (sum)':>15} {'max retained':>13}"
+    lines = [
+        f"{short_name(r.type):<40} {r.count:>10,} {human_bytes(r.self_size):>11} {human_bytes(r.retained_size):>15} {human_bytes(r.max_retained_size):>13}"
+        for r in rows
+    ]
+    return "\n".join([header, *lines, "(retained (sum) counts objects nested in others of the same type more than once)"])
+
+
+def _signed(n: int, bytes_: bool = False) -> str:
+    text = human_bytes(abs(n)) if bytes_ else f"{abs(n):,}"
+    return ("+" if n > 0 else "-" if n < 0 else " ") + text
+
+
+def diff_text(answer: Diff) -> str:
+    """A diff as a table: one type or path per block, largest growth first."""
+    lines = [f"{answer.before} → {answer.after}, by {answer.by}, largest growth first"]
+    lines.append(f"{'objects':>9} {'Δ objects':>11} {'size':>11} {'Δ size':>12} {'Δ retained':>12}  {answer.by}")
+    for c in answer.changes:
+        label = short_name(c.label) if answer.by == "type" else c.label
+        lines.append(
+            f"{c.count_after:>9,} {_signed(c.count_delta):>11} {human_bytes(c.size_after):>11} "
+            f"{_signed(c.size_delta, True):>12} {_signed(c.retained_delta, True):>12}  {label}"
+        )
+    return "\n".join(lines)
+
+
+def leaks_text(answer: Leaks) -> str:
+    """Leak candidate clusters, each with its path and a why-alive permalink."""
+    lines = [
+        f"allocated after {answer.baseline}, present in {answer.target}, still alive in {answer.final}; largest first",
+    ]
+    for i, c in enumerate(answer.clusters, 1):
+        lines.append(f"{i:>2}. {c.objects:,} × {c.type}: retain {human_bytes(c.retained_size)} (self {human_bytes(c.self_size)})")
+        lines.append(f"    held by: {c.path}")
+        lines.append(f"    e.g. ids {', '.join(map(str, c.sample_ids))}; why: heapdb why {answer.final} {c.sample_ids[0]}  ({c.why})")
+    if not answer.clusters:
+        lines.append("no leak candidates")
+    return "\n".join(lines)
+
+
+def object_text(answer: ObjectDetails) -> str:
+    o = answer.object
+    lines = [
+        describe(o),
+        f"  kind {o.kind}, {o.retained_count:,} objects retained, distance {o.distance if o.distance is not None else 'unreachable'}"
+        + (", detached" if o.detached else "")
+        + (", the snapshot's root" if o.root else ""),
+        f"referenced by ({len(answer.incoming)} of {answer.incoming_count}):",
+    ]
+    lines += [f"  {describe(n.object)} --[{reference_label(n.reference)}]-->{' (weak)' if n.reference.weak else ''}" for n in answer.incoming]
+    lines.append(f"references ({len(answer.outgoing)} of {answer.outgoing_count}):")
+    lines += [f"  --[{reference_label(n.reference)}]-->{' (weak)' if n.reference.weak else ''} {describe(n.object)}" for n in answer.outgoing]
+    return "\n".join(lines)
+
+
+# --- graphs ----------------------------------------------------------------------------------
+
+
+@dataclass
+class FigureEdge:
+    source: int
+    target: int
+    label: str = ""
+    weak: bool = False
+
+
+@dataclass
+class Figure:
+    """Nodes and edges of a graph answer, with the root(s) and the target singled out."""
+
+    title: str
+    objects: dict[int, ObjectInfo] = field(default_factory=dict)
+    edges: list[FigureEdge] = field(default_factory=list)
+    roots: set[int] = field(default_factory=set)
+    target: int | None = None
+
+    def add(self, o: ObjectInfo) -> None:
+        self.objects.setdefault(o.id, o)
+        if o.root:
+            self.roots.add(o.id)
+
+
+def figure(answer: WhyAlive | DominatorChain | Retains) -> Figure:
+    """The graph to draw for an answer."""
+    if isinstance(answer, WhyAlive):
+        fig = Figure(f"why is {answer.target.type} @{answer.target.id} alive? ({answer.tag})", target=answer.target.id)
+        fig.add(answer.target)
+        seen: set[tuple[int, int, str]] = set()
+        for path in answer.paths:
+            for o in path.objects:
+                fig.add(o)
+            for reference, a, b in zip(path.references, path.objects, path.objects[1:]):
+                key = (a.id, b.id, reference.name)
+                if key not in seen:
+                    seen.add(key)
+                    fig.edges.append(FigureEdge(a.id, b.id, reference_label(reference), reference.weak))
+        return fig
+    if isinstance(answer, DominatorChain):
+        fig = Figure(f"dominators of {answer.target.type} @{answer.target.id} ({answer.tag})", target=answer.target.id)
+        fig.add(answer.target)
+        for o in answer.chain:
+            fig.add(o)
+        fig.edges = [FigureEdge(a.id, b.id) for a, b in zip(answer.chain, answer.chain[1:])]
+        return fig
+    cut = f", showing {len(answer.objects) - 1} of {answer.target.retained_count - 1:,}" if answer.truncated else ""
+    fig = Figure(f"what {answer.target.type} @{answer.target.id} keeps alive ({answer.tag}{cut})", target=answer.target.id)
+    for o in answer.objects:
+        fig.add(o)
+    fig.edges = [FigureEdge(a, b) for a, b in answer.edges]
+    return fig
+
+
+def dot_string(text: str) -> str:
+    """``text`` as a DOT quoted string: backslashes and quotes escaped, line breaks as DOT's ``\\n``."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def node_label(o: ObjectInfo) -> str:
+    name = short_name(o.name) or ("(root)" if o.root else "")
+    lines = [short_name(o.type)]
+    if name and name != o.type:
+        lines.append(name)
+    lines.append(f"@{o.id}  self {human_bytes(o.self_size)}  retained {human_bytes(o.retained_size)}")
+    return "\n".join(lines)
+
+
+def dot(answer: WhyAlive | DominatorChain | Retains) -> str:
+    """GraphViz dot source for a graph answer (top to bottom, root at the top)."""
+    fig = figure(answer)
+    out = [
+        "digraph heapdb {",
+        f"  label={dot_string(fig.title)}; labelloc=t; fontname=Helvetica;",
+        "  rankdir=TB;",
+        '  node [shape=box, style="rounded,filled", fillcolor="#f7f7f7", fontname=Helvetica, fontsize=11];',
+        "  edge [fontname=Helvetica, fontsize=10];",
+    ]
+    for o in fig.objects.values():
+        attributes = [f"label={dot_string(node_label(o))}"]
+        if o.id in fig.roots:
+            attributes += ['shape=house', 'fillcolor="#d9d9d9"', "penwidth=2", 'tooltip="root"']
+        if o.id == fig.target:
+            attributes += ['fillcolor="#ffb3b3"', 'color="#cc0000"', "penwidth=2.5", 'tooltip="target"']
+        out.append(f"  n{_node_key(o.id)} [{', '.join(attributes)}];")
+    for e in fig.edges:
+        attributes = [f"label={dot_string(e.label)}"] if e.label else []
+        if e.weak:
+            attributes.append("style=dashed")
+        suffix = f" [{', '.join(attributes)}]" if attributes else ""
+        out.append(f"  n{_node_key(e.source)} -> n{_node_key(e.target)}{suffix};")
+    out.append("}")
+    return "\n".join(out) + "\n"
+
+
+def _node_key(object_id: int) -> str:
+    # Ids can be negative in principle; DOT identifiers cannot start with a minus sign.
+    return str(object_id) if object_id >= 0 else f"m{-object_id}"
+
+
+def svg(answer: WhyAlive | DominatorChain | Retains) -> str:
+    """The answer drawn as SVG by GraphViz's ``dot`` (the Debian ``graphviz`` package)."""
+    import graphviz
+
+    try:
+        return graphviz.Source(dot(answer)).pipe(format="svg", encoding="utf-8")
+    except graphviz.ExecutableNotFound:
+        from heapdb.errors import HeapdbError
+
+        raise HeapdbError("GraphViz's `dot` is not installed (apt-get install graphviz); use the dot format instead") from None

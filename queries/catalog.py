@@ -1,0 +1,272 @@
+"""The stored queries: ``queries/*.cypher`` files, their headers, their parameters, and running them.
+
+Each file is Cypher a person can paste into the Neo4j Browser, preceded by a header of ``//``
+comments::
+
+    // name: top
+    // description: The objects that retain most, optionally of one type.
+    // param tag: string -- the snapshot's tag
+    // param type: string? = null -- only objects of this type
+    // param limit: int = 20 in 1..1000 -- how many objects
+    //
+    // Free text after an empty comment line: notes for the reader, ignored by the parser.
+
+A parameter line is ``param NAME: TYPE [= DEFAULT] [in LO..HI | one of A|B|C] [-- description]``.
+Types are ``string``, ``int``, ``bool``, ``list<string>`` and ``list<int>``; a trailing ``?`` allows
+``null``. The default is a JSON literal; a parameter without one is required. Values arrive as text
+(from the command line or a URL) or as JSON values, and are checked and converted here, so a bad
+value is a :class:`ParameterError` (HTTP 422, exit status 1) before Neo4j sees anything. User input
+only ever reaches Neo4j as parameters.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from heapdb.db import Database
+from heapdb.errors import NotFound, QueryError
+
+TYPES = ("string", "int", "bool", "list<string>", "list<int>")
+
+# Neo4j integers are 64-bit; anything wider would be rejected by the driver with a less clear message.
+INT_MIN, INT_MAX = -(2**63), 2**63 - 1
+
+_PARAM = re.compile(
+    r"^param\s+(?P<name>[A-Za-z_]\w*)\s*:\s*(?P<type>[a-z<>]+)(?P<nullable>\?)?"
+    r"(?:\s*=\s*(?P<default>\[\]|null|true|false|-?\d+|\"[^\"]*\"))?"
+    r"(?:\s+in\s+(?P<lo>-?\d+)\.\.(?P<hi>-?\d+))?"
+    r"(?:\s+one of\s+(?P<choices>[\w|]+))?"
+    r"(?:\s+--\s*(?P<description>.*))?$"
+)
+
+_MISSING = object()
+
+
+class ParameterError(QueryError):
+    """A query parameter that is missing, unknown, or not of its declared type or range."""
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """One declared parameter of a stored query."""
+
+    name: str
+    type: str
+    nullable: bool = False
+    default: Any = _MISSING
+    minimum: int | None = None
+    maximum: int | None = None
+    choices: tuple[str, ...] = ()
+    description: str = ""
+
+    @property
+    def required(self) -> bool:
+        return self.default is _MISSING
+
+    def describe_type(self) -> str:
+        """The type as the header spells it, with its range or choices (for listings)."""
+        text = self.type + ("?" if self.nullable else "")
+        if self.minimum is not None:
+            text += f" in {self.minimum}..{self.maximum}"
+        if self.choices:
+            text += f" one of {'|'.join(self.choices)}"
+        return text
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "type": self.describe_type(), "required": self.required, "description": self.description}
+        if not self.required:
+            out["default"] = self.default
+        return out
+
+    def coerce(self, value: Any) -> Any:
+        """Check ``value`` (text or a JSON value, a list of those for list types) and convert it."""
+        if value is None or (isinstance(value, str) and value == "" and self.nullable and self.type != "string"):
+            if self.nullable:
+                return None
+            raise ParameterError(f"parameter {self.name!r} ({self.describe_type()}) cannot be null")
+        if self.type.startswith("list<"):
+            items = value if isinstance(value, (list, tuple)) else [value]
+            element = self.type[5:-1]
+            out: list[Any] = []
+            for item in items:
+                # Text that is a JSON array is spread, so `--param ids=[1,2]` and `ids=1&ids=2` both work.
+                if isinstance(item, str) and item.startswith("["):
+                    try:
+                        spread = json.loads(item)
+                    except json.JSONDecodeError:
+                        raise ParameterError(f"parameter {self.name!r}: {item!r} is not a JSON list") from None
+                    if not isinstance(spread, list):
+                        raise ParameterError(f"parameter {self.name!r}: {item!r} is not a JSON list")
+                    out.extend(self._scalar(element, x) for x in spread)
+                else:
+                    out.append(self._scalar(element, item))
+            return out
+        if isinstance(value, (list, tuple)):
+            if len(value) != 1:
+                raise ParameterError(f"parameter {self.name!r} takes one value, got {len(value)}")
+            value = value[0]
+        return self._scalar(self.type, value)
+
+    def _scalar(self, kind: str, value: Any) -> Any:
+        bad = ParameterError(f"parameter {self.name!r} must be {kind_text(kind)}, got {value!r}")
+        if kind == "int":
+            if isinstance(value, bool):
+                raise bad
+            if isinstance(value, str):
+                try:
+                    value = int(value.strip(), 10)
+                except ValueError:
+                    raise bad from None
+            if not isinstance(value, int) or not INT_MIN <= value <= INT_MAX:
+                raise bad
+            if self.minimum is not None and not self.minimum <= value <= self.maximum:  # type: ignore[operator]
+                raise ParameterError(f"parameter {self.name!r} must be between {self.minimum} and {self.maximum}, got {value}")
+            return value
+        if kind == "bool":
+            if isinstance(value, bool):
+                return value
+            text = str(value).strip().lower()
+            if text in ("true", "1", "yes"):
+                return True
+            if text in ("false", "0", "no"):
+                return False
+            raise bad
+        if not isinstance(value, str):
+            raise bad
+        if self.choices and value not in self.choices:
+            raise ParameterError(f"parameter {self.name!r} must be one of {', '.join(self.choices)}, got {value!r}")
+        return value
+
+
+def kind_text(kind: str) -> str:
+    return {"int": "an integer", "bool": "true or false", "string": "text"}.get(kind, kind)
+
+
+@dataclass(frozen=True)
+class StoredQuery:
+    """A parsed ``.cypher`` file."""
+
+    name: str
+    description: str
+    parameters: tuple[Parameter, ...]
+    cypher: str  # the statement, without the header
+    text: str  # the whole file, header included (what people paste)
+    notes: str = ""
+    filename: str = field(default="")
+
+    def parameter(self, name: str) -> Parameter:
+        for p in self.parameters:
+            if p.name == name:
+                return p
+        raise ParameterError(f"query {self.name!r} has no parameter {name!r} (it takes: {', '.join(p.name for p in self.parameters) or 'none'})")
+
+    def bind(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """Check and convert ``values``; fill in defaults. Unknown or missing names are errors."""
+        for name in values:
+            self.parameter(name)
+        bound = {}
+        for p in self.parameters:
+            if p.name in values:
+                bound[p.name] = p.coerce(values[p.name])
+            elif p.required:
+                raise ParameterError(f"query {self.name!r} needs parameter {p.name!r} ({p.describe_type()}: {p.description})")
+            else:
+                bound[p.name] = p.default
+        return bound
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "parameters": [p.as_dict() for p in self.parameters], "file": self.filename}
+
+
+def parse(text: str, filename: str = "<query>") -> StoredQuery:
+    """Parse a stored query file; a malformed header raises ValueError naming the file and line."""
+    lines = text.splitlines()
+    header: dict[str, str] = {}
+    parameters: list[Parameter] = []
+    notes: list[str] = []
+    in_notes = False
+    body_start = len(lines)
+    for number, line in enumerate(lines, 1):
+        stripped = line.strip()
+        if not stripped.startswith("//"):
+            body_start = number - 1
+            break
+        content = stripped[2:].strip()
+        if in_notes:
+            notes.append(content)
+        elif not content:
+            in_notes = True
+        elif content.startswith("param "):
+            match = _PARAM.match(content)
+            if not match or match["type"] not in TYPES:
+                raise ValueError(f"{filename}:{number}: cannot read the parameter declaration {content!r}")
+            default = json.loads(match["default"]) if match["default"] is not None else _MISSING
+            parameters.append(
+                Parameter(
+                    name=match["name"],
+                    type=match["type"],
+                    nullable=bool(match["nullable"]),
+                    default=default,
+                    minimum=int(match["lo"]) if match["lo"] else None,
+                    maximum=int(match["hi"]) if match["hi"] else None,
+                    choices=tuple(match["choices"].split("|")) if match["choices"] else (),
+                    description=(match["description"] or "").strip(),
+                )
+            )
+        else:
+            key, sep, value = content.partition(":")
+            if not sep or key.strip() not in ("name", "description"):
+                raise ValueError(f"{filename}:{number}: expected 'name:', 'description:' or 'param', got {content!r}")
+            header[key.strip()] = value.strip()
+    for key in ("name", "description"):
+        if key not in header:
+            raise ValueError(f"{filename}: the header has no '{key}:' line")
+    cypher = "\n".join(lines[body_start:]).strip()
+    if not cypher:
+        raise ValueError(f"{filename}: no Cypher after the header")
+    declared = {p.name for p in parameters}
+    used = set(re.findall(r"\$([A-Za-z_]\w*)", cypher))
+    if used != declared:
+        raise ValueError(f"{filename}: parameters used {sorted(used)} differ from those declared {sorted(declared)}")
+    return StoredQuery(
+        name=header["name"],
+        description=header["description"],
+        parameters=tuple(parameters),
+        cypher=cypher,
+        text=text,
+        notes=" ".join(n for n in notes if n),
+        filename=filename,
+    )
+
+
+@cache
+def catalog() -> dict[str, StoredQuery]:
+    """Every stored query shipped with heapdb, by name, sorted by name."""
+    found = {}
+    for entry in resources.files(__package__).iterdir():
+        if entry.name.endswith(".cypher"):
+            query = parse(entry.read_text(encoding="utf-8"), entry.name)
+            if query.name in found:
+                raise ValueError(f"{entry.name}: the query name {query.name!r} is used twice")
+            found[query.name] = query
+    return dict(sorted(found.items()))
+
+
+def get(name: str) -> StoredQuery:
+    """The stored query called ``name``, or :class:`NotFound`."""
+    try:
+        return catalog()[name]
+    except KeyError:
+        raise NotFound(f"no stored query {name!r} (see `heapdb queries`: {', '.join(catalog())})") from None
+
+
+def run(database: Database, name: str, parameters: Mapping[str, Any] | None = None, *, timeout: float | None = None) -> list[dict[str, Any]]:
+    """Run a stored query in a read-only transaction with ``timeout`` seconds; return its rows."""
+    query = get(name)
+    return database.read(query.cypher, query.bind(parameters or {}), timeout=timeout)

@@ -1,0 +1,12 @@
+// name: dominated
+// description: What the given objects dominate directly (their children in the dominator tree), largest first.
+// param tag: string -- the snapshot's tag
+// param ids: list<int> -- ids of the parent objects
+// param limit: int = 50 in 1..1000 -- how many children to return, over all parents
+MATCH (s:Snapshot {tag: $tag, status: 'ready'})
+UNWIND $ids AS parent_id
+MATCH (parent:Object {sid: s.sid, id: parent_id})-[:DOMINATES]->(child:Object)
+RETURN parent.id AS parent,
+       child {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached} AS child
+ORDER BY child.retained_size DESC, child.id
+LIMIT $limit

@@ -1,0 +1,26 @@
+// name: object
+// description: One object's details with its incoming and outgoing references (weak ones too), bounded.
+// param tag: string -- the snapshot's tag
+// param id: int -- the object's id
+// param limit: int = 50 in 0..1000 -- how many references to list in each direction
+//
+// Incoming references are listed nearest holder first, outgoing ones largest target first.
+MATCH (s:Snapshot {tag: $tag, status: 'ready'})
+MATCH (o:Object {sid: s.sid, id: $id})
+CALL (o) {
+  MATCH (holder:Object)-[r:REF|WEAK_REF]->(o)
+  WITH holder, r ORDER BY holder.distance, holder.id, r.name LIMIT $limit
+  RETURN collect({reference: r {.kind, .name, weak: type(r) = 'WEAK_REF'},
+                  object: holder {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached}}) AS incoming
+}
+CALL (o) {
+  MATCH (o)-[r:REF|WEAK_REF]->(held:Object)
+  WITH held, r ORDER BY held.retained_size DESC, held.id, r.name LIMIT $limit
+  RETURN collect({reference: r {.kind, .name, weak: type(r) = 'WEAK_REF'},
+                  object: held {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached}}) AS outgoing
+}
+CALL (o) {
+  RETURN COUNT { (:Object)-[:REF|WEAK_REF]->(o) } AS incoming_count, COUNT { (o)-[:REF|WEAK_REF]->(:Object) } AS outgoing_count
+}
+RETURN o {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached, root: o:Root} AS object,
+       incoming, outgoing, incoming_count, outgoing_count

@@ -1,0 +1,20 @@
+// name: why-alive-avoiding
+// description: The shortest chain of retaining references from the root to an object that avoids the given reference names, object types and ids.
+// param tag: string -- the snapshot's tag
+// param id: int -- the object's id
+// param ignore_names: list<string> = [] -- reference names the path must not use
+// param ignore_types: list<string> = [] -- object types the path must not pass through
+// param ignore_ids: list<int> = [] -- object ids the path must not pass through
+//
+// Both ends are bound, so shortestPath is a bidirectional breadth-first search that stops at the
+// first path; the WHERE predicates are checked during the search (the plan's ShortestPath operator
+// carries them). Weak references are :WEAK_REF and never followed. The root and the target are exempt from
+// the ignore lists. No row: the root does not reach the object without the ignored references.
+MATCH (s:Snapshot {tag: $tag, status: 'ready'})
+MATCH (root:Root {sid: s.sid})
+MATCH (target:Object {sid: s.sid, id: $id})
+MATCH p = shortestPath((root)-[:REF*0..]->(target))
+WHERE all(r IN relationships(p) WHERE NOT r.name IN $ignore_names)
+  AND all(n IN nodes(p) WHERE n = target OR n = root OR NOT (n.type IN $ignore_types OR n.id IN $ignore_ids))
+RETURN [n IN nodes(p) | n {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached}] AS objects,
+       [r IN relationships(p) | r {.kind, .name}] AS references
