@@ -186,6 +186,25 @@ def _int_array_step(buf, pos, end, state):
     return i, False, 0
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _next_value(buf, pos, end, final, state, capacity):
+    """The next integer of an array and its position in it; ``ready`` is False when none is complete
+    yet, or on an error (recorded in ``state``). Shared by both array kernels."""
+    if pos >= end and final and state[_S_IN_NUMBER]:
+        # A number running into the end of the file still counts; the missing ']' is reported.
+        pos, ready, value = end, True, state[_S_VALUE]
+        state[_S_IN_NUMBER] = 0
+        state[_S_EXPECT] = _EXPECT_SEPARATOR
+    else:
+        pos, ready, value = _int_array_step(buf, pos, end, state)
+    count = state[_S_COUNT]
+    if ready and count >= capacity:
+        state[_S_ERROR] = 5
+        state[_S_ERROR_AT] = pos
+        ready = False
+    return pos, ready, value, count
+
+
 @numba.njit(cache=True, nogil=True)
 def _scan_nodes(
     buf, pos, end, final, state, roles, node_type_count, max_edges, ids, kind, name, self_size, edge_counts, detached
@@ -194,19 +213,8 @@ def _scan_nodes(
     nf = roles.shape[0]
     capacity = ids.shape[0] * nf
     while True:
-        if pos >= end and final and state[_S_IN_NUMBER]:
-            # A number running into the end of the file still counts; the missing ']' is reported.
-            pos, ready, value = end, True, state[_S_VALUE]
-            state[_S_IN_NUMBER] = 0
-            state[_S_EXPECT] = _EXPECT_SEPARATOR
-        else:
-            pos, ready, value = _int_array_step(buf, pos, end, state)
+        pos, ready, value, count = _next_value(buf, pos, end, final, state, capacity)
         if not ready:
-            return pos
-        count = state[_S_COUNT]
-        if count >= capacity:
-            state[_S_ERROR] = 5
-            state[_S_ERROR_AT] = pos
             return pos
         node = count // nf
         role = roles[count - node * nf]
@@ -264,18 +272,8 @@ def _scan_edges(
     """Store the ``edges`` array's values, mapping types to EdgeKind and to_node to node indexes."""
     capacity = edge_to.shape[0] * nf_edge
     while True:
-        if pos >= end and final and state[_S_IN_NUMBER]:
-            pos, ready, value = end, True, state[_S_VALUE]
-            state[_S_IN_NUMBER] = 0
-            state[_S_EXPECT] = _EXPECT_SEPARATOR
-        else:
-            pos, ready, value = _int_array_step(buf, pos, end, state)
+        pos, ready, value, count = _next_value(buf, pos, end, final, state, capacity)
         if not ready:
-            return pos
-        count = state[_S_COUNT]
-        if count >= capacity:
-            state[_S_ERROR] = 5
-            state[_S_ERROR_AT] = pos
             return pos
         edge = count // nf_edge
         field = count - edge * nf_edge
