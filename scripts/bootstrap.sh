@@ -16,7 +16,11 @@ command -v node >/dev/null || missing+=(nodejs)
 command -v npm >/dev/null || missing+=(npm)
 command -v chromium >/dev/null || missing+=(chromium)
 command -v dot >/dev/null || missing+=(graphviz)
-command -v python3 >/dev/null || missing+=(python3 python3-venv)
+if ! command -v python3 >/dev/null; then
+  missing+=(python3 python3-venv)
+elif ! python3 -c 'import venv, ensurepip' 2>/dev/null; then
+  missing+=(python3-venv)  # Debian splits venv's pip bootstrap out of python3
+fi
 if [ ${#missing[@]} -gt 0 ]; then
   log "installing Debian packages: ${missing[*]}"
   as_root apt-get update -qq
