@@ -126,6 +126,14 @@ def read_graph(path: str | os.PathLike[str], on_bytes: ByteProgress | None = Non
 # Numba kernels. Each scans buf[pos:end], updates `state` and returns the position it stopped at.
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _fail(state, code, at):
+    """Record error ``code`` at byte ``at`` in the scanner state; returns ``at`` for the caller to return."""
+    state[_S_ERROR] = code
+    state[_S_ERROR_AT] = at
+    return at
+
+
 @numba.njit(cache=True, nogil=True)
 def _int_array_step(buf, pos, end, state):
     """Advance the JSON integer-array grammar by one byte-run; returns (pos, value_ready, value).
@@ -141,16 +149,12 @@ def _int_array_step(buf, pos, end, state):
         if 48 <= c <= 57:
             if not in_number:
                 if expect == _EXPECT_SEPARATOR:
-                    state[_S_ERROR] = 1
-                    state[_S_ERROR_AT] = i
-                    return i, False, 0
+                    return _fail(state, 1, i), False, 0
                 in_number = 1
                 value = 0
             value = value * 10 + (c - 48)
             if value > _MAX_VALUE:
-                state[_S_ERROR] = 4
-                state[_S_ERROR_AT] = i
-                return i, False, 0
+                return _fail(state, 4, i), False, 0
             i += 1
             continue
         if in_number:
@@ -161,24 +165,18 @@ def _int_array_step(buf, pos, end, state):
             return i, True, value
         if c == 44:  # ,
             if expect != _EXPECT_SEPARATOR:
-                state[_S_ERROR] = 2
-                state[_S_ERROR_AT] = i
-                return i, False, 0
+                return _fail(state, 2, i), False, 0
             expect = _EXPECT_VALUE
         elif c == 93:  # ]
             if expect == _EXPECT_VALUE:
-                state[_S_ERROR] = 2
-                state[_S_ERROR_AT] = i
-                return i, False, 0
+                return _fail(state, 2, i), False, 0
             state[_S_DONE] = 1
             state[_S_EXPECT] = expect
             return i + 1, False, 0
         elif c == 32 or c == 10 or c == 13 or c == 9:
             pass
         else:
-            state[_S_ERROR] = 3
-            state[_S_ERROR_AT] = i
-            return i, False, 0
+            return _fail(state, 3, i), False, 0
         i += 1
     state[_S_EXPECT] = expect
     state[_S_IN_NUMBER] = in_number
@@ -220,15 +218,11 @@ def _scan_nodes(
         role = roles[count - node * nf]
         if role == _ROLE_TYPE:
             if value >= node_type_count:
-                state[_S_ERROR] = 6
-                state[_S_ERROR_AT] = pos
-                return pos
+                return _fail(state, 6, pos)
             kind[node] = value
         elif role == _ROLE_NAME:
             if value > 0x7FFFFFFF:
-                state[_S_ERROR] = 12
-                state[_S_ERROR_AT] = pos
-                return pos
+                return _fail(state, 12, pos)
             name[node] = value
         elif role == _ROLE_ID:
             ids[node] = value
@@ -236,15 +230,11 @@ def _scan_nodes(
             self_size[node] = value
         elif role == _ROLE_EDGES:
             if value > max_edges:
-                state[_S_ERROR] = 12
-                state[_S_ERROR_AT] = pos
-                return pos
+                return _fail(state, 12, pos)
             edge_counts[node + 1] = value
         elif role == _ROLE_DETACHED:
             if value > 2:
-                state[_S_ERROR] = 7
-                state[_S_ERROR_AT] = pos
-                return pos
+                return _fail(state, 7, pos)
             detached[node] = value
         state[_S_COUNT] = count + 1
         if pos >= end:
@@ -279,26 +269,18 @@ def _scan_edges(
         field = count - edge * nf_edge
         if field == type_at:
             if value >= kind_map.shape[0]:
-                state[_S_ERROR] = 8
-                state[_S_ERROR_AT] = pos
-                return pos
+                return _fail(state, 8, pos)
             edge_kind[edge] = kind_map[value]
         elif field == name_at:
             if value > 0xFFFFFFFF:
-                state[_S_ERROR] = 9
-                state[_S_ERROR_AT] = pos
-                return pos
+                return _fail(state, 9, pos)
             edge_name[edge] = value
         elif field == to_at:
             target = value // node_fields
             if target * node_fields != value:
-                state[_S_ERROR] = 10
-                state[_S_ERROR_AT] = pos
-                return pos
+                return _fail(state, 10, pos)
             if target >= node_count:
-                state[_S_ERROR] = 11
-                state[_S_ERROR_AT] = pos
-                return pos
+                return _fail(state, 11, pos)
             edge_to[edge] = target
         state[_S_COUNT] = count + 1
         if pos >= end:
