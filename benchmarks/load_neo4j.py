@@ -71,9 +71,10 @@ def bench_internal_ids(database: db.Database, data: store.LoadInput) -> float:
     sid = -int(time.time())
     started = time.monotonic()
     internal = np.empty(g.node_count, dtype=np.int64)
+    ranks = data.top_ranks()
     for lo in range(0, g.node_count, store.DEFAULT_BATCH):
         hi = min(g.node_count, lo + store.DEFAULT_BATCH)
-        rows = store._node_rows(data, lo, hi)
+        rows = store._node_rows(data, ranks, lo, hi)
         with database.session() as session:
             ids = session.execute_write(
                 lambda tx: [r[0] for r in tx.run(store.CREATE_OBJECTS.replace("SET o.detached = true)", "SET o.detached = true) RETURN id(o)"), rows=rows, sid=sid)]

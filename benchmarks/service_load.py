@@ -11,7 +11,8 @@ stops it). With a private instance under temporary XDG directories::
 Before phase 1 the top and types variants are asked once each, one at a time (their cold times are
 reported; the service remembers them per snapshot load). Phase 1: ``--clients`` threads, each with its own HTTP connection, send requests back to back for
 ``--seconds``: 60% why-alive (objects drawn uniformly from those the root reaches), 20% top, 20%
-types (a few parameter variants each). Every request has a 10 s timeout; the run stops at the time
+types (a few parameter variants each). The why-alive objects are drawn from all the objects the root
+reaches, millions on a real heap, so nearly every one is asked for the first time. Every request has a 10 s timeout; the run stops at the time
 limit or after ``--max-requests``, whichever comes first. Phase 2 does the same while Neo4j is
 stopped (``heapdb neo4j stop``, 15 s in) and started again (15 s after it stopped), and reports what
 the clients saw second by second.
@@ -53,16 +54,16 @@ class Phase:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-def request_mix(tag: str, ids: list[int], rng: random.Random) -> tuple[str, str, dict]:
+def request_mix(tag: str, ids: np.ndarray, rng: random.Random) -> tuple[str, str, dict]:
     roll = rng.random()
     if roll < 0.6:
-        return "why", f"/api/snapshots/{tag}/objects/{rng.choice(ids)}/why", {}
+        return "why", f"/api/snapshots/{tag}/objects/{int(ids[rng.randrange(ids.size)])}/why", {}
     if roll < 0.8:
         return "top", f"/api/snapshots/{tag}/top", {"limit": rng.choice([10, 20, 50])}
     return "types", f"/api/snapshots/{tag}/types", {"sort": rng.choice(["self_size", "count", "retained_size"]), "limit": 50}
 
 
-def client_loop(base: str, tag: str, ids: list[int], phase: Phase, t0: float, deadline: float, budget: list[int], seed: int) -> None:
+def client_loop(base: str, tag: str, ids: np.ndarray, phase: Phase, t0: float, deadline: float, budget: list[int], seed: int) -> None:
     rng = random.Random(seed)
     with httpx.Client(base_url=base, timeout=10.0) as http:
         while time.monotonic() < deadline:
@@ -90,12 +91,13 @@ def client_loop(base: str, tag: str, ids: list[int], phase: Phase, t0: float, de
                 time.sleep(0.05)  # a client that sees 503 backs off a little, as real ones do
 
 
-def run_phase(base: str, tag: str, ids: list[int], clients: int, seconds: float, max_requests: int, during=None) -> Phase:
+def run_phase(base: str, tag: str, ids: np.ndarray, clients: int, seconds: float, max_requests: int, during=None, seed: int = 0) -> Phase:
+    """``clients`` threads asking back to back; ``seed`` sets their draws apart from other phases'."""
     phase = Phase()
     t0 = time.monotonic()
     deadline = t0 + seconds
     budget = [max_requests]
-    threads = [threading.Thread(target=client_loop, args=(base, tag, ids, phase, t0, deadline, budget, i), daemon=True) for i in range(clients)]
+    threads = [threading.Thread(target=client_loop, args=(base, tag, ids, phase, t0, deadline, budget, seed * 1000 + i), daemon=True) for i in range(clients)]
     for t in threads:
         t.start()
     if during is not None:
@@ -126,6 +128,18 @@ def report(phase: Phase, seconds: float) -> dict:
     return out
 
 
+def warm_page_cache(tag: str) -> float:
+    """Read every object and reference of the snapshot once, so Neo4j's page cache holds them."""
+    from heapdb import db
+
+    started = time.monotonic()
+    with db.connect(start_managed=False) as database:
+        sid = database.read("MATCH (s:Snapshot {tag: $tag, status: 'ready'}) RETURN s.sid AS sid", {"tag": tag})[0]["sid"]
+        database.read("MATCH (o:Object {sid: $sid}) RETURN count(properties(o)) AS n", {"sid": sid}, timeout=600)
+        database.read("MATCH (o:Object {sid: $sid})-[r]->() RETURN count(properties(r)) AS n", {"sid": sid}, timeout=600)
+    return round(time.monotonic() - started, 1)
+
+
 def heapdb_cli(*args: str) -> float:
     started = time.monotonic()
     subprocess.run([sys.executable, "-m", "heapdb", *args], check=True, capture_output=True, text=True, timeout=600)
@@ -141,21 +155,24 @@ def main() -> None:
     parser.add_argument("--max-requests", type=int, default=200_000)
     parser.add_argument("--outage-seconds", type=float, default=120, help="length of phase 2: Neo4j stops after 15 s, starts 15 s after it stopped (0: skip it)")
     parser.add_argument("--json", dest="json_out")
+    parser.add_argument("--service-log", default="/tmp/heapdb-service-load.log", help="where the service's own log goes (errors, tracebacks)")
     args = parser.parse_args()
     if not os.environ.get("XDG_DATA_HOME", "").startswith("/tmp"):
         sys.exit("set XDG_DATA_HOME/XDG_CONFIG_HOME to a private managed instance under /tmp: phase 2 stops its Neo4j")
 
     graph = formats.read_graph(args.snapshot)
     result = analysis.analyze(graph)
-    reachable = np.flatnonzero(result.reachable & (result.distance > 0))
-    ids = graph.ids[np.random.default_rng(3).choice(reachable, size=2000, replace=False)].tolist()
+    # Every reachable object can be asked about, so the service's answer cache rarely helps why-alive:
+    # the figures show what Neo4j answers, not what the service remembers.
+    ids = graph.ids[np.flatnonzero(result.reachable & (result.distance > 0))]
     del graph, result
 
     port = neo4j_server.free_port()
     base = f"http://127.0.0.1:{port}"
+    service_log = open(args.service_log, "w")  # noqa: SIM115 (open for the service's whole life)
     server = subprocess.Popen(
         [sys.executable, "-m", "heapdb", "serve", "--host", "127.0.0.1", "--port", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdout=service_log, stderr=subprocess.STDOUT,
     )
     figures: dict[str, object] = {"clients": args.clients, "seconds": args.seconds}
     try:
@@ -166,8 +183,12 @@ def main() -> None:
             except httpx.HTTPError:
                 pass
             time.sleep(0.25)
-        # A service that has been up a while: the remembered top/types answers are there (their first,
-        # cold computation is timed here, one at a time), and Neo4j's page cache is warm.
+        # A service that has been up a while: Neo4j's page cache holds the snapshot (read once here,
+        # objects and references, as a day of questions would have), and the first top/types answers
+        # are timed one at a time.
+        started = time.monotonic()
+        figures["page_cache_warm_up_s"] = warm_page_cache(args.tag)
+        print(f"page cache warmed in {time.monotonic() - started:.1f} s", flush=True)
         cold = {}
         for kind, url, params in [("top", "top", {"limit": n}) for n in (10, 20, 50)] + [
             ("types", "types", {"sort": sort, "limit": 50}) for sort in ("self_size", "count", "retained_size")
@@ -177,10 +198,10 @@ def main() -> None:
             cold[f"{kind} {params}"] = {"status": status, "ms": round((time.monotonic() - started) * 1000, 1)}
         figures["cold_top_types"] = cold
         print(json.dumps(cold, indent=2), flush=True)
-        warm = run_phase(base, args.tag, ids, 8, 20, 5000)
+        warm = run_phase(base, args.tag, ids, 8, 20, 5000, seed=1)
         figures["warm_up"] = report(warm, 20)
 
-        steady = run_phase(base, args.tag, ids, args.clients, args.seconds, args.max_requests)
+        steady = run_phase(base, args.tag, ids, args.clients, args.seconds, args.max_requests, seed=2)
         figures["steady"] = report(steady, args.seconds)
         print(json.dumps(figures["steady"], indent=2), flush=True)
 
@@ -197,7 +218,7 @@ def main() -> None:
                 heapdb_cli("neo4j", "start", "--timeout", "300")
                 events["started"] = time.monotonic() - t0
 
-            down = run_phase(base, args.tag, ids, args.clients, args.outage_seconds, args.max_requests, during=outage)
+            down = run_phase(base, args.tag, ids, args.clients, args.outage_seconds, args.max_requests, during=outage, seed=3)
             by_second: dict[int, Counter] = {}
             for r in down.records:
                 by_second.setdefault(int(r.started), Counter())[r.status] += 1
@@ -223,6 +244,7 @@ def main() -> None:
             server.wait()
         if neo4j_server.running_pid() is None:
             heapdb_cli("neo4j", "start", "--timeout", "300")
+        service_log.close()
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump(figures, f, indent=2)

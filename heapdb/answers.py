@@ -10,6 +10,7 @@ Limits (the ``MAX_*`` constants) bound every answer, so no request can ask for t
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -17,8 +18,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 from urllib.parse import quote
 
+import numpy as np
+
 from heapdb.db import Database
-from heapdb.errors import NotFound
+from heapdb.errors import NotFound, OutdatedSnapshot
+from heapdb.loader.store import STORE_VERSION
 from heapdb.queries import catalog
 from heapdb.queries.catalog import ParameterError
 
@@ -26,6 +30,8 @@ MAX_K = 10  # retainer paths per why-alive answer
 MAX_DEPTH = 20  # levels of a dominated subtree
 MAX_LIMIT = 1000  # rows of a list, nodes of a subtree
 DEFAULT_TIMEOUT = 30.0  # seconds per query
+ADDRESS_ID_FORMATS = ("luau", "snapbin")  # formats whose object ids are (or may be) addresses
+RETYPED_SHARE = 0.01  # above this share of shared ids changing type, ids are not taken as stable
 
 
 @dataclass
@@ -120,11 +126,13 @@ class Retains:
 
 @dataclass
 class TypeRow:
+    """One type of a snapshot's objects (the root reaches them; synthetic root kinds aside)."""
+
     type: str
     count: int
     self_size: int
-    retained_size: int  # summed over the type's objects: nested ones count more than once
-    max_retained_size: int
+    retained_size: int  # what the type's objects retain together, each byte once (DevTools' rule)
+    max_retained_size: int  # the largest single object's retained size
 
 
 @dataclass
@@ -170,14 +178,155 @@ class LeakCluster:
     retained_size: int
     sample_ids: list[int]
     why: str  # permalink to why-alive for the first sample, in the final snapshot
+    counts: list[int] | None = None  # by path: objects held this way in baseline, target, final
 
 
 @dataclass
 class Leaks:
+    """Leak candidates. By id, each cluster's figures are its candidate objects'; by path, they are
+    the growth of the path's totals from baseline to final (see :meth:`Questions.leaks`)."""
+
     baseline: str
     target: str
     final: str
     clusters: list[LeakCluster]
+    by: str = "id"
+    warnings: list[str] = field(default_factory=list)  # why the answer may be wrong (ids not stable)
+
+
+@dataclass
+class Sample:
+    """An object picked as an example, with its why-alive permalink."""
+
+    id: int
+    type: str
+    self_size: int
+    retained_size: int
+    why: str
+
+
+@dataclass
+class Turnover:
+    """One type's objects between two snapshots matched by id and type: new, survived, freed."""
+
+    type: str
+    new_count: int
+    new_size: int  # self sizes, as are the other sizes
+    survived_count: int
+    survived_size: int
+    freed_count: int
+    freed_size: int
+    samples: list[Sample] = field(default_factory=list)  # the largest new objects, by retained size
+
+
+@dataclass
+class IdCheck:
+    """How far two snapshots' ids agree: ids of ``after`` also in ``before``, and of those how many changed type."""
+
+    after_objects: int
+    shared: int
+    retyped: int
+
+
+@dataclass
+class ObjectColumns:
+    """A snapshot's objects (those the root reaches) as arrays; ``type`` indexes ``type_names``."""
+
+    ids: np.ndarray
+    type: np.ndarray
+    type_names: list[str]
+    self_size: np.ndarray
+    retained_size: np.ndarray
+
+
+def _pair(old: ObjectColumns, new: ObjectColumns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For each object of ``new``: the index in ``old`` of the object with its id (any index where
+    there is none), whether there is one, and whether that one has the same type. Ids are unique
+    within a snapshot, so a search in the sorted ids pairs them."""
+    if old.ids.size == 0:
+        nothing = np.zeros(new.ids.size, dtype=bool)
+        return np.zeros(new.ids.size, dtype=np.int64), nothing, nothing
+    order = np.argsort(old.ids, kind="stable")
+    candidate = order[np.minimum(np.searchsorted(old.ids[order], new.ids), old.ids.size - 1)]
+    same_id = old.ids[candidate] == new.ids
+    same_type = same_id & (np.array(old.type_names, dtype=object)[old.type[candidate]] == np.array(new.type_names, dtype=object)[new.type])
+    return candidate, same_id, same_type
+
+
+@dataclass
+class ObjectDiff:
+    """A diff by object: per type, what is new, what survived, what was freed (ids must be stable)."""
+
+    before: str
+    after: str
+    by: str  # "object"
+    types: list[Turnover]
+    total: Turnover  # over all types, not only those listed
+    check: IdCheck
+    warnings: list[str]  # why the comparison may be unsafe; empty when ids look stable
+
+
+@dataclass
+class Growth:
+    """A type or retainer path that grew at every step; one value per snapshot in each series."""
+
+    label: str  # the type, or the path as text
+    hops: list[str]
+    counts: list[int]
+    sizes: list[int]  # self sizes
+    retained: list[int]
+    size_growth: int  # last minus first
+    count_growth: int
+    signature: int | None = None  # by path: the path's signature
+
+
+@dataclass
+class GrowthReport:
+    tags: list[str]
+    by: str  # "type" or "path"
+    rows: list[Growth]
+
+
+@dataclass
+class AccumulationPoint:
+    """Where a suspect's retained size piles up: no dominated child holds ``ratio`` of it."""
+
+    object: ObjectInfo
+    depth: int  # steps down the dominator tree from the suspect
+    children: int  # objects it dominates directly
+    largest_child: int  # the largest child's retained size
+    largest_child_share: float  # largest_child / the point's retained size
+    why: str
+
+
+@dataclass
+class SuspectObject:
+    object: ObjectInfo
+    share: float  # retained size / the snapshot's reachable size
+    why: str
+    accumulation: AccumulationPoint
+
+
+@dataclass
+class SuspectType:
+    type: str
+    count: int
+    self_size: int
+    retained_size: int
+    share: float
+
+
+@dataclass
+class Suspects:
+    """MAT-style leak suspects of one snapshot: big single objects and big types."""
+
+    tag: str
+    share: float  # the threshold, a share of reachable_size
+    ratio: float  # the accumulation point's descent threshold
+    reachable_size: int  # summed self sizes of the objects the root reaches (the 100%)
+    min_retained: int  # the threshold in bytes
+    objects: list[SuspectObject]
+    types: list[SuspectType]
 
 
 @dataclass
@@ -196,6 +345,15 @@ class ObjectDetails:
     outgoing_count: int
 
 
+def why_link(tag: str, object_id: int) -> str:
+    """The REST permalink to why-alive for an object (add ``?format=dot`` or ``svg`` for a drawing)."""
+    return f"/api/snapshots/{quote(tag, safe='')}/objects/{object_id}/why"
+
+
+def _runtime(snapshot: dict[str, Any]) -> str:
+    return " ".join(x for x in (snapshot.get("format"), snapshot.get("runtime")) if x) or "unknown"
+
+
 def to_json(answer: Any) -> Any:
     """A dataclass answer (or a list of them) as plain JSON-ready data."""
     if isinstance(answer, list):
@@ -207,12 +365,13 @@ class AnswerCache:
     """A small thread-safe LRU of answers, keyed by snapshot load (sid) and question.
 
     A load never changes once it is ``ready`` (``--replace`` makes a new sid), so answers keyed by sid
-    never go stale. Only the questions that scan a whole snapshot (top, types) use it: on millions of
-    objects they take seconds, and a service gets the same ones again and again. Concurrent requests
-    for an answer not yet known wait for one computation instead of each starting the same scan.
+    never go stale. A service gets the same questions again and again (a why-alive permalink pasted
+    in a bug report, the top of the snapshot everyone opens first), so top, types and why-alive
+    answers are kept. Concurrent requests for an answer not yet known wait for one computation
+    instead of each starting the same one.
     """
 
-    def __init__(self, size: int = 256) -> None:
+    def __init__(self, size: int = 4096) -> None:
         self.size = size
         self._items: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
         self._pending: dict[tuple[Any, ...], threading.Lock] = {}
@@ -263,13 +422,22 @@ class Questions:
         rows = self._run("snapshot", tag=tag)
         if not rows:
             raise NotFound(f"no snapshot tagged {tag!r} (see `heapdb snapshots`)")
+        if rows[0]["store_version"] < STORE_VERSION:
+            raise OutdatedSnapshot(
+                f"snapshot {tag!r} was stored by an older heapdb (store version {rows[0]['store_version']}, now {STORE_VERSION}): "
+                f"load it again with `heapdb load FILE --tag {tag} --replace`"
+            )
         return rows[0]
 
     def _cached(self, tag: str, key: tuple[Any, ...], compute: Callable[[], Any]) -> Any:
-        """``compute()``, remembered per snapshot load when a cache is set (see :class:`AnswerCache`)."""
+        """``compute()``, remembered per snapshot load when a cache is set (see :class:`AnswerCache`).
+
+        The snapshot is looked up first either way, so an unknown or outdated one is refused before
+        anything reads what its load stored.
+        """
+        sid = self.snapshot(tag)["sid"]
         if self.cache is None:
             return compute()
-        sid = self.snapshot(tag)["sid"]
         return self.cache.get((sid, *key), compute)
 
     def object(self, tag: str, object_id: int, *, limit: int = 50) -> ObjectDetails:
@@ -320,8 +488,9 @@ class Questions:
     ) -> WhyAlive:
         """Retaining paths from the root to the object, over :REF only.
 
-        The first path is a shortest one: without ignore lists, shortest paths between consecutive
-        dominators joined end to end (stored query ``why-alive``); with them, one breadth-first
+        The first path is a shortest one: without ignore lists, the object's first path as the
+        loader's breadth-first search found it, read back along :FIRST (stored query
+        ``why-alive``); with them, one breadth-first
         search from the root that avoids the ignored reference names, object types and ids
         (``why-alive-avoiding``). With ``k > 1`` the further paths each end with a
         different retaining reference into the object: for each of the other direct retainers,
@@ -332,6 +501,10 @@ class Questions:
         if not 1 <= k <= MAX_K:
             raise ParameterError(f"k must be between 1 and {MAX_K}, got {k}")
         ignored = {"names": list(ignore_names), "types": list(ignore_types), "ids": list(ignore_ids)}
+        key = ("why", object_id, k, *(tuple(v) for v in ignored.values()))
+        return self._cached(tag, key, lambda: self._why_alive(tag, object_id, k, ignored))
+
+    def _why_alive(self, tag: str, object_id: int, k: int, ignored: dict[str, list[Any]]) -> WhyAlive:
         paths: list[RetainerPath] = []
         first = self._shortest_path(tag, object_id, ignored)
         if first is not None:
@@ -436,7 +609,7 @@ class Questions:
         return self._cached(tag, ("top", type_name, limit), compute)
 
     def types(self, tag: str, *, sort: str = "self_size", limit: int = 50) -> list[TypeRow]:
-        """Count, shallow size and retained size per type (see :class:`TypeRow` on double counting)."""
+        """Count, shallow size and retained size per type, as stored at load (see :class:`TypeRow`)."""
         def compute() -> list[TypeRow]:
             rows = self._run("types", tag=tag, sort=sort, limit=limit)
             if not rows:
@@ -447,10 +620,17 @@ class Questions:
 
     # --- across snapshots ----------------------------------------------------------------------
 
-    def diff(self, before: str, after: str, *, by: str = "type", limit: int = 50) -> Diff:
-        """What changed between two snapshots, per type or per retainer path, largest growth first."""
-        if by not in ("type", "path"):
-            raise ParameterError(f"by must be 'type' or 'path', not {by!r}")
+    def diff(self, before: str, after: str, *, by: str = "type", limit: int = 50, samples: int = 3) -> Diff | ObjectDiff:
+        """What changed between two snapshots, largest growth first.
+
+        By ``type`` or ``path``: the stored per-group totals, before and after (a :class:`Diff`); safe
+        whatever the ids are. By ``object``: objects matched by id and type, per type new / survived /
+        freed with the ``samples`` largest new objects (an :class:`ObjectDiff`, see :meth:`diff_objects`).
+        """
+        if by not in ("type", "path", "object"):
+            raise ParameterError(f"by must be 'type', 'path' or 'object', not {by!r}")
+        if by == "object":
+            return self.diff_objects(before, after, limit=limit, samples=samples)
         for tag in (before, after):
             self.snapshot(tag)
         rows = self._run(f"diff-{by}s", before=before, after=after, limit=limit)
@@ -469,11 +649,119 @@ class Questions:
         ]
         return Diff(before=before, after=after, by=by, changes=changes)
 
-    def leaks(self, baseline: str, target: str, final: str, *, limit: int = 20) -> Leaks:
-        """memlab's three-snapshot leak candidates, clustered by retainer path (object ids must be stable)."""
+    def diff_objects(self, before: str, after: str, *, limit: int = 50, samples: int = 3) -> ObjectDiff:
+        """Per type, the objects new in ``after``, those that survived from ``before``, those freed.
+
+        Objects are matched by id and type, among those the root reaches (the root and synthetic
+        root kinds aside); an id found with another type counts as a new object and a freed one.
+        That is only right when ids are stable between the two snapshots, so the answer carries
+        ``warnings`` when the formats say ids are addresses, when the snapshots come from different
+        runtimes, or when many ids both have name objects of different types (see :meth:`id_check`).
+        Both snapshots are read once as columns (stored query ``object-columns``) and joined here.
+        """
+        old, new = self._columns(before), self._columns(after)
+        check, warnings = self._id_warnings(before, after, old, new)
+        candidate, _same_id, survived = _pair(old, new)
+        matched = np.zeros(old.ids.size, dtype=bool)
+        matched[candidate[survived]] = True
+        names = sorted(set(old.type_names) | set(new.type_names))
+        code = {name: i for i, name in enumerate(names)}
+        new_type = np.array([code[t] for t in new.type_names], dtype=np.int64)[new.type]
+        old_type = np.array([code[t] for t in old.type_names], dtype=np.int64)[old.type]
+
+        def per_type(types: np.ndarray, mask: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            counts = np.bincount(types[mask], minlength=len(names))
+            return counts, np.bincount(types[mask], weights=sizes[mask], minlength=len(names)).astype(np.int64)
+
+        figures = np.stack([
+            *per_type(new_type, ~survived, new.self_size),
+            *per_type(new_type, survived, new.self_size),
+            *per_type(old_type, ~matched, old.self_size),
+        ])  # rows: new count, new size, survived count, survived size, freed count, freed size
+        present = np.flatnonzero(figures[[0, 2, 4]].sum(axis=0) > 0)
+        order = present[np.lexsort((np.array(names, dtype=object)[present], -figures[5, present], -figures[0, present], -figures[1, present]))]
+        # The largest new objects of each type: new objects sorted by type, then retained size, then id.
+        fresh = np.flatnonzero(~survived)
+        fresh = fresh[np.lexsort((new.ids[fresh], -new.retained_size[fresh], new_type[fresh]))]
+        first = np.searchsorted(new_type[fresh], np.arange(len(names)))
+
+        def turnover(t: int) -> Turnover:
+            picked = fresh[first[t] : first[t] + min(samples, int(figures[0, t]))]
+            return Turnover(
+                names[t], *(int(x) for x in figures[:, t]),
+                samples=[Sample(int(new.ids[i]), names[t], int(new.self_size[i]), int(new.retained_size[i]), why_link(after, int(new.ids[i]))) for i in picked],
+            )
+
+        total = Turnover("(all types)", *(int(x) for x in figures.sum(axis=1)))
+        return ObjectDiff(before=before, after=after, by="object", types=[turnover(int(t)) for t in order[:limit]], total=total, check=check, warnings=warnings)
+
+    def id_check(self, before: str, after: str) -> tuple[IdCheck, list[str]]:
+        """Whether ids name the same objects in both snapshots: the figures, and a warning for each doubt.
+
+        Doubts: a format whose ids are addresses (:data:`ADDRESS_ID_FORMATS`), different formats or
+        runtimes, no id in common, or more than :data:`RETYPED_SHARE` of the shared ids with a
+        different type (ids reused, or two processes). Counted are the objects the root reaches in
+        each snapshot, the root and synthetic root kinds aside.
+        """
+        return self._id_warnings(before, after, self._columns(before), self._columns(after))
+
+    def _columns(self, tag: str) -> ObjectColumns:
+        self.snapshot(tag)
+        row = self._run("object-columns", tag=tag)[0]
+        type_code: dict[str, int] = {}
+        types = np.fromiter((type_code.setdefault(t, len(type_code)) for t in row["types"]), dtype=np.int64, count=len(row["types"]))
+        return ObjectColumns(
+            ids=np.asarray(row["ids"], dtype=np.int64),
+            type=types,
+            type_names=list(type_code),
+            self_size=np.asarray(row["self_sizes"], dtype=np.int64),
+            retained_size=np.asarray(row["retained_sizes"], dtype=np.int64),
+        )
+
+    def _id_warnings(self, before: str, after: str, old: ObjectColumns, new: ObjectColumns) -> tuple[IdCheck, list[str]]:
+        snapshots = {tag: self.snapshot(tag) for tag in (before, after)}
+        _candidate, shared, same_type = _pair(old, new)
+        check = IdCheck(after_objects=int(new.ids.size), shared=int(shared.sum()), retyped=int((shared & ~same_type).sum()))
+        warnings = []
+        for tag, s in snapshots.items():
+            if s.get("format") in ADDRESS_ID_FORMATS:
+                warnings.append(f"snapshot {tag!r} is a {s['format']} snapshot: its ids are addresses, which a later object may reuse")
+        a, b = snapshots[before], snapshots[after]
+        if (a.get("format"), a.get("runtime")) != (b.get("format"), b.get("runtime")):
+            warnings.append(
+                f"the snapshots come from different runtimes ({_runtime(a)} and {_runtime(b)}): their ids are unrelated"
+            )
+        if check.after_objects and not check.shared:
+            warnings.append(f"no id of {after!r} is in {before!r}: the snapshots do not come from one process")
+        elif check.shared and check.retyped > RETYPED_SHARE * check.shared:
+            warnings.append(
+                f"{check.retyped:,} of the {check.shared:,} ids both snapshots have ({check.retyped / check.shared:.1%}) name objects "
+                "of a different type: ids were reused, or the snapshots come from different processes"
+            )
+        if warnings:
+            warnings.append("matching by id may be wrong: compare by type or by path instead (they need no stable ids)")
+        return check, warnings
+
+    def leaks(self, baseline: str, target: str, final: str, *, by: str = "id", limit: int = 20) -> Leaks:
+        """memlab's three-snapshot leak candidates: allocated after ``baseline``, still alive in ``final``.
+
+        By ``id`` (memlab's own rule): objects whose id is absent from baseline, present in target and
+        in final, clustered by retainer path in final and ranked by retained size; ids must be stable,
+        so the answer carries the warnings of :meth:`id_check` (baseline against final). By ``path``:
+        retainer paths that gained objects from baseline to target and did not give them back in
+        final (count in final >= count in target), ranked by the growth of their retained size from
+        baseline to final; needs no stable ids.
+        """
+        if by not in ("id", "path"):
+            raise ParameterError(f"by must be 'id' or 'path', not {by!r}")
         for tag in (baseline, target, final):
             self.snapshot(tag)
-        rows = self._run("leaks", baseline=baseline, target=target, final=final, limit=limit)
+        warnings: list[str] = []
+        if by == "id":
+            _check, warnings = self.id_check(baseline, final)
+            rows = self._run("leaks", baseline=baseline, target=target, final=final, limit=limit)
+        else:
+            rows = self._run("leaks-paths", baseline=baseline, target=target, final=final, limit=limit)
         clusters = [
             LeakCluster(
                 signature=r["sig"],
@@ -484,11 +772,75 @@ class Questions:
                 self_size=r["self_size"],
                 retained_size=r["retained_size"],
                 sample_ids=r["sample_ids"],
-                why=f"/api/snapshots/{quote(final, safe='')}/objects/{r['sample_ids'][0]}/why",
+                why=why_link(final, r["sample_ids"][0]),
+                counts=r.get("counts"),
             )
             for r in rows
         ]
-        return Leaks(baseline=baseline, target=target, final=final, clusters=clusters)
+        return Leaks(baseline=baseline, target=target, final=final, clusters=clusters, by=by, warnings=warnings)
+
+    def growth(self, tags: list[str] | tuple[str, ...], *, by: str = "type", limit: int = 50) -> GrowthReport:
+        """Types or retainer paths whose shallow size grew at every step across three or more snapshots.
+
+        Their object count must never shrink either. Ranked by the growth from the first snapshot to
+        the last; reads the stored per-group totals only, so it is fast at any heap size.
+        """
+        if by not in ("type", "path"):
+            raise ParameterError(f"by must be 'type' or 'path', not {by!r}")
+        tags = list(tags)
+        if len(tags) < 3:
+            raise ParameterError(f"growth needs at least three snapshots, got {len(tags)}")
+        if len(set(tags)) != len(tags):
+            raise ParameterError("growth needs distinct snapshots: a tag is given twice")
+        for tag in tags:
+            self.snapshot(tag)
+        rows = self._run(f"growth-{by}s", tags=tags, limit=limit)
+        return GrowthReport(
+            tags=tags,
+            by=by,
+            rows=[
+                Growth(
+                    label=r["type"] if by == "type" else r["path"],
+                    hops=[r["type"]] if by == "type" else list(r["hops"] or []),
+                    counts=r["counts"], sizes=r["sizes"], retained=r["retained"],
+                    size_growth=r["size_growth"], count_growth=r["count_growth"],
+                    signature=r.get("sig"),
+                )
+                for r in rows
+            ],
+        )
+
+    def suspects(self, tag: str, *, share: float = 0.1, ratio: float = 0.8, limit: int = 20) -> Suspects:
+        """Eclipse MAT-style leak suspects in one snapshot.
+
+        The 100% is the snapshot's reachable size (summed self sizes of the objects the root reaches).
+        Objects: the topmost objects (immediately dominated by the root or a synthetic root-kind node)
+        retaining at least ``share`` of it, each with its accumulation point, found by descending the
+        dominator tree through the child holding at least ``ratio`` of its parent's retained size.
+        Types: those whose objects together retain at least ``share`` of it.
+        """
+        if not 0 < share <= 1:
+            raise ParameterError(f"share must be above 0 and at most 1, got {share}")
+        if not 0.5 < ratio <= 1:
+            raise ParameterError(f"ratio must be above 0.5 and at most 1, got {ratio}")
+        reachable = int(self.snapshot(tag)["reachable_size"])
+        min_retained = max(1, math.ceil(share * reachable))
+        percent = max(51, round(ratio * 100))
+        rows = self._run("suspects", tag=tag, min_retained=min_retained, ratio=percent, limit=limit)
+        objects = []
+        for r in rows:
+            o, point = ObjectInfo.from_row(r["object"]), ObjectInfo.from_row(r["point"])
+            accumulation = AccumulationPoint(
+                object=point, depth=r["depth"], children=r["children"], largest_child=r["largest_child"],
+                largest_child_share=r["largest_child"] / point.retained_size if point.retained_size else 0.0,
+                why=why_link(tag, point.id),
+            )
+            objects.append(SuspectObject(object=o, share=o.retained_size / reachable, why=why_link(tag, o.id), accumulation=accumulation))
+        types = [
+            SuspectType(type=r["type"], count=r["count"], self_size=r["self_size"], retained_size=r["retained_size"], share=r["retained_size"] / reachable)
+            for r in self._run("suspect-types", tag=tag, min_retained=min_retained, limit=limit)
+        ]
+        return Suspects(tag=tag, share=share, ratio=percent / 100, reachable_size=reachable, min_retained=min_retained, objects=objects, types=types)
 
     # --- helpers ------------------------------------------------------------------------------
 

@@ -38,6 +38,10 @@ class NotFound(HeapdbError):
     """A snapshot tag or object that does not exist."""
 
 
+class OutdatedSnapshot(HeapdbError):
+    """A snapshot stored by an older heapdb, without what today's questions read: load it again."""
+
+
 class FormatError(HeapdbError):
     """A snapshot file that cannot be read.
 

@@ -10,7 +10,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from heapdb.answers import Diff, DominatorChain, Leaks, ObjectDetails, ObjectInfo, Reference, Retains, TypeRow, WhyAlive
+from heapdb.answers import (
+    Diff,
+    DominatorChain,
+    GrowthReport,
+    Leaks,
+    ObjectDetails,
+    ObjectDiff,
+    ObjectInfo,
+    Reference,
+    Retains,
+    Suspects,
+    Turnover,
+    TypeRow,
+    WhyAlive,
+)
 from heapdb.units import human_bytes
 
 NAME_WIDTH = 40  # characters of an object's name shown in a label or a line
@@ -101,12 +115,12 @@ def objects_table(objects: list[ObjectInfo]) -> str:
 
 
 def types_table(rows: list[TypeRow]) -> str:
-    header = f"{'type':<40} {'count':>10} {'self size':>11} {'retained (sum)':>15} {'max retained':>13}"
+    header = f"{'type':<40} {'count':>10} {'self size':>11} {'retained':>15} {'max retained':>13}"
     lines = [
         f"{short_name(r.type):<40} {r.count:>10,} {human_bytes(r.self_size):>11} {human_bytes(r.retained_size):>15} {human_bytes(r.max_retained_size):>13}"
         for r in rows
     ]
-    return "\n".join([header, *lines, "(retained (sum) counts objects nested in others of the same type more than once)"])
+    return "\n".join([header, *lines, "(retained: what the type's objects hold together, each byte once; max retained: the largest single object's)"])
 
 
 def _signed(n: int, bytes_: bool = False) -> str:
@@ -114,8 +128,10 @@ def _signed(n: int, bytes_: bool = False) -> str:
     return ("+" if n > 0 else "-" if n < 0 else " ") + text
 
 
-def diff_text(answer: Diff) -> str:
+def diff_text(answer: Diff | ObjectDiff) -> str:
     """A diff as a table: one type or path per block, largest growth first."""
+    if isinstance(answer, ObjectDiff):
+        return object_diff_text(answer)
     lines = [f"{answer.before} → {answer.after}, by {answer.by}, largest growth first"]
     lines.append(f"{'objects':>9} {'Δ objects':>11} {'size':>11} {'Δ size':>12} {'Δ retained':>12}  {answer.by}")
     for c in answer.changes:
@@ -127,17 +143,97 @@ def diff_text(answer: Diff) -> str:
     return "\n".join(lines)
 
 
+def object_diff_text(answer: ObjectDiff) -> str:
+    """Per type, new / survived / freed objects (count and self size), then the largest new objects."""
+    lines = [f"{answer.before} → {answer.after}, by object (matched by id and type), most new bytes first"]
+    if answer.warnings:
+        lines.append("UNSAFE: ids may not name the same objects in both snapshots (see the warnings)")
+    lines.append(f"{'new':>9} {'new size':>11} {'survived':>9} {'size':>11} {'freed':>9} {'freed size':>11}  type")
+
+    def row(t: Turnover) -> str:
+        return (
+            f"{t.new_count:>9,} {human_bytes(t.new_size):>11} {t.survived_count:>9,} {human_bytes(t.survived_size):>11} "
+            f"{t.freed_count:>9,} {human_bytes(t.freed_size):>11}  {short_name(t.type)}"
+        )
+
+    lines += [row(t) for t in answer.types]
+    lines.append(row(answer.total))
+    samples = [s for t in answer.types for s in t.samples]
+    if samples:
+        lines.append("")
+        lines.append("largest new objects (why: heapdb why TAG ID, or the link):")
+        for t in answer.types:
+            for s in t.samples:
+                lines.append(f"  {short_name(t.type)} @{s.id}: self {human_bytes(s.self_size)}, retained {human_bytes(s.retained_size)}  {s.why}")
+    return "\n".join(lines)
+
+
 def leaks_text(answer: Leaks) -> str:
     """Leak candidate clusters, each with its path and a why-alive permalink."""
-    lines = [
-        f"allocated after {answer.baseline}, present in {answer.target}, still alive in {answer.final}; largest first",
-    ]
+    if answer.by == "path":
+        lines = [
+            (
+                f"retainer paths that gained objects from {answer.baseline} to {answer.target} and kept them in {answer.final};"
+                " most bytes gained first (baseline → final)"
+            ),
+        ]
+    else:
+        lines = [f"allocated after {answer.baseline}, present in {answer.target}, still alive in {answer.final}; largest first"]
+    if answer.warnings:
+        lines.append("UNSAFE: ids may not name the same objects in all snapshots (see the warnings)")
     for i, c in enumerate(answer.clusters, 1):
-        lines.append(f"{i:>2}. {c.objects:,} × {c.type}: retain {human_bytes(c.retained_size)} (self {human_bytes(c.self_size)})")
+        if answer.by == "path" and c.counts:
+            counts = " → ".join(f"{n:,}" for n in c.counts)
+            lines.append(f"{i:>2}. {_signed(c.objects).strip()} × {c.type} ({counts}): retain {_signed(c.retained_size, True).strip()} (self {_signed(c.self_size, True).strip()})")
+        else:
+            lines.append(f"{i:>2}. {c.objects:,} × {c.type}: retain {human_bytes(c.retained_size)} (self {human_bytes(c.self_size)})")
         lines.append(f"    held by: {c.path}")
         lines.append(f"    e.g. ids {', '.join(map(str, c.sample_ids))}; why: heapdb why {answer.final} {c.sample_ids[0]}  ({c.why})")
     if not answer.clusters:
         lines.append("no leak candidates")
+    return "\n".join(lines)
+
+
+def growth_text(answer: GrowthReport) -> str:
+    """Types or paths that grew at every step, with their per-snapshot series of count and size."""
+    lines = [f"{answer.by}s whose size grew at every step across {' → '.join(answer.tags)}; most growth first"]
+    for i, g in enumerate(answer.rows, 1):
+        lines.append(f"{i:>2}. {_signed(g.size_growth, True).strip()}, {_signed(g.count_growth).strip()} objects  {short_name(g.label) if answer.by == 'type' else g.label}")
+        lines.append(f"    objects: {' → '.join(f'{n:,}' for n in g.counts)}")
+        lines.append(f"    size:    {' → '.join(human_bytes(n) for n in g.sizes)}")
+    if not answer.rows:
+        lines.append(f"no {answer.by} grew at every step")
+    return "\n".join(lines)
+
+
+def suspects_text(answer: Suspects) -> str:
+    """MAT-style suspects: big objects with their accumulation points, then big types."""
+    lines = [
+        (
+            f"leak suspects in {answer.tag}: retaining at least {answer.share * 100:g}% of the reachable heap "
+            f"({human_bytes(answer.min_retained)} of {human_bytes(answer.reachable_size)})"
+        ),
+    ]
+    if answer.objects:
+        lines.append("objects (the topmost of each dominator chain):")
+    for i, s in enumerate(answer.objects, 1):
+        a = s.accumulation
+        lines.append(f"{i:>2}. {describe(s.object)}: {s.share:.1%} of the heap")
+        lines.append(f"    why: heapdb why {answer.tag} {s.object.id}  ({s.why})")
+        if a.depth == 0:
+            where = "is its own accumulation point"
+        else:
+            where = f"accumulates {a.depth} step{'s' if a.depth > 1 else ''} down in {describe(a.object)}"
+        held = f"{a.children:,} dominated children, the largest holds {a.largest_child_share:.0%}" if a.children else "it dominates nothing else"
+        lines.append(f"    {where}: {held}  (heapdb retains {answer.tag} {a.object.id})")
+    if not answer.objects:
+        lines.append("no single object retains that much")
+    if answer.types:
+        lines.append("types:")
+        for t in answer.types:
+            lines.append(f"    {short_name(t.type):<40} {t.count:>10,} objects  retain {human_bytes(t.retained_size):>10}  {t.share:.1%}")
+    else:
+        lines.append("no type retains that much")
     return "\n".join(lines)
 
 

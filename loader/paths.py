@@ -16,7 +16,10 @@ reference is left out: a context variable and a property of the same name read t
 - a hop equal to the one before it adds nothing, so every node of a linked list, however deep,
   shares one signature (``next → Node`` repeated is one hop);
 - a synthetic node (the root, a root group like ``(GC roots)``) is its own name, whatever reference
-  leads to it;
+  leads to it, and a root group below another root group adds nothing: V8 files what a program
+  holds under ``(Stack roots)`` in one snapshot and ``(Handle scope)`` in the next, depending on
+  what was running when the snapshot was taken, and the path ``(GC roots) / … / cache → Map`` is
+  what stays the same;
 - the hash depends on the text of names and types, not on string-table positions, so equal paths
   in different snapshots get equal signatures.
 
@@ -121,6 +124,12 @@ def _bfs_signatures(
                 continue
             seen[v] = True
             parent_edge[v] = e
+            if synthetic[v] and synthetic[u] and u != root:
+                hop[v] = hop[u]  # a root group within a root group: folded into it
+                signature[v] = signature[u]
+                queue[tail] = v
+                tail += 1
+                continue
             if synthetic[v]:
                 h = _mix(element_hash, string_hash[node_name[v]])
             else:
@@ -145,6 +154,10 @@ def path_hops(graph: HeapGraph, paths: FirstPaths, node: int) -> list[str]:
     while paths.parent_edge[v] >= 0:
         e = int(paths.parent_edge[v])
         kind = int(graph.edge_kind[e])
+        source = _source_of(graph, e)
+        if synthetic[v] and synthetic[source] and source != graph.root:
+            v = source  # a root group within a root group: folded, as in the signature
+            continue
         if synthetic[v]:
             hop = graph.node_name(v) or "(synthetic)"
         else:
@@ -152,7 +165,7 @@ def path_hops(graph: HeapGraph, paths: FirstPaths, node: int) -> list[str]:
             hop = f"{label} → {graph.type_name(v)}"
         if not hops or hops[-1] != hop:
             hops.append(hop)
-        v = _source_of(graph, e)
+        v = source
     if v != graph.root:
         return []
     root = (graph.node_name(graph.root) or "(root)") if synthetic[graph.root] else graph.type_name(graph.root)

@@ -30,12 +30,17 @@ import numpy as np
 from heapdb import progress
 from heapdb.db import Database, translate_errors
 from heapdb.errors import HeapdbError, NotFound
-from heapdb.loader.analysis import Analysis
+from heapdb.loader.analysis import Analysis, outermost_members
 from heapdb.loader.graph import EDGE_KIND_NAMES, NUMERIC_NAME_KINDS, HeapGraph
 from heapdb.loader.paths import FirstPaths, first_paths, path_hops
 from heapdb.units import shorten
 
 DEFAULT_BATCH = 20_000
+# What a load writes, versioned: a snapshot stored under an older version lacks what queries now read
+# and must be loaded again. 2: top ranks, group retained sizes counting each byte once, nested V8
+# root groups folded in path signatures, :FIRST relationships.
+STORE_VERSION = 2
+TOP_RANKS = 1000  # how far top lists go (the API's largest limit); see LoadInput.top_ranks
 
 SCHEMA = (
     "CREATE CONSTRAINT heapdb_snapshot_sid IF NOT EXISTS FOR (s:Snapshot) REQUIRE s.sid IS UNIQUE",
@@ -44,6 +49,9 @@ SCHEMA = (
     "CREATE CONSTRAINT heapdb_path_group_key IF NOT EXISTS FOR (g:PathGroup) REQUIRE (g.sid, g.sig) IS UNIQUE",
     "CREATE INDEX heapdb_object_path IF NOT EXISTS FOR (o:Object) ON (o.sid, o.path_sig)",
     "CREATE CONSTRAINT heapdb_type_group_key IF NOT EXISTS FOR (t:TypeGroup) REQUIRE (t.sid, t.type) IS UNIQUE",
+    # Only the first TOP_RANKS objects of a snapshot (overall, and per type) carry these properties.
+    "CREATE INDEX heapdb_object_rank IF NOT EXISTS FOR (o:Object) ON (o.sid, o.rank)",
+    "CREATE INDEX heapdb_object_type_rank IF NOT EXISTS FOR (o:Object) ON (o.sid, o.type, o.type_rank)",
 )
 
 
@@ -78,7 +86,7 @@ class LoadInput:
         )
 
     def path_groups(self) -> list[list[Any]]:
-        """One row per distinct first-path signature: [sig, path text, hops, objects, self size, retained size]."""
+        """One row per distinct first-path signature: [sig, path text, hops, *group figures]."""
         rows = []
         for sig, first, figures in self._groups(self.paths.signature):
             hops = path_hops(self.graph, self.paths, first)
@@ -86,31 +94,64 @@ class LoadInput:
         return rows
 
     def type_groups(self) -> list[list[Any]]:
-        """One row per type: [type, objects, self size, retained size]."""
+        """One row per type: [type, *group figures]."""
         g = self.graph
         return [[g.strings[int(t)], *figures] for t, _first, figures in self._groups(g.type.astype(np.int64))]
 
     def _groups(self, key: np.ndarray) -> list[tuple[int, int, list[int]]]:
         """Reachable objects (the root and synthetic nodes aside) grouped by ``key``.
 
-        Per group: the key, its first member, and [objects, self size, retained size], where the
-        retained size sums the members whose immediate dominator is outside the group, so a member
-        that directly dominates another is not counted twice.
+        Per group: the key, its first member, and [objects, self size, retained size, largest
+        retained size]. The retained size counts each byte once, by Chrome DevTools' rule (see
+        :func:`~heapdb.loader.analysis.outermost_members`): members below another member of the
+        group in the dominator tree, or of zero size, add nothing.
         """
         g = self.graph
-        synthetic = np.isin(g.kind, [i for i, k in enumerate(g.node_kinds) if k == "synthetic"])
-        members = np.flatnonzero(self.reachable & ~synthetic & (np.arange(g.node_count) != g.root))
-        if members.size == 0:
+        members = self._members()
+        if not members.any():
             return []
-        keys, first, inverse, counts = np.unique(key[members], return_index=True, return_inverse=True, return_counts=True)
-        self_size = np.bincount(inverse, weights=g.self_size[members], minlength=keys.size)
-        dominator = self.idom[members]
-        top = (dominator < 0) | (key[np.maximum(dominator, 0)] != key[members])
-        retained = np.bincount(inverse, weights=np.where(top, self.retained_size[members], 0), minlength=keys.size)
+        index = np.flatnonzero(members)
+        keys, first, inverse, counts = np.unique(key[index], return_index=True, return_inverse=True, return_counts=True)
+        self_size = np.bincount(inverse, weights=g.self_size[index], minlength=keys.size)
+        group = np.zeros(g.node_count, dtype=np.int64)
+        group[index] = inverse
+        outermost = outermost_members(self.idom, g.root, group, members & (g.self_size > 0), keys.size)[index]
+        retained = np.bincount(inverse, weights=np.where(outermost, self.retained_size[index], 0), minlength=keys.size)
+        largest = np.zeros(keys.size, dtype=np.int64)
+        np.maximum.at(largest, inverse, self.retained_size[index])
         return [
-            (int(k), int(members[f]), [int(c), int(a), int(r)])
-            for k, f, c, a, r in zip(keys.tolist(), first.tolist(), counts.tolist(), self_size.tolist(), retained.tolist())
+            (int(k), int(index[f]), [int(c), int(a), int(r), int(x)])
+            for k, f, c, a, r, x in zip(keys.tolist(), first.tolist(), counts.tolist(), self_size.tolist(), retained.tolist(), largest.tolist())
         ]
+
+    def _members(self) -> np.ndarray:
+        """bool[n]: the objects groups and top lists count: reachable, not the root, not synthetic."""
+        g = self.graph
+        synthetic = np.isin(g.kind, [i for i, k in enumerate(g.node_kinds) if k == "synthetic"])
+        members = self.reachable & ~synthetic
+        members[g.root] = False
+        return members
+
+    def top_ranks(self, depth: int = TOP_RANKS) -> tuple[np.ndarray, np.ndarray]:
+        """Each object's place among the largest retainers, overall and within its type (0: not in the first ``depth``).
+
+        Stored at load so the ``top`` question reads at most ``depth`` objects through an index
+        instead of sorting millions; only ranked objects carry the properties, so the index stays
+        small. Order: retained size descending, then id.
+        """
+        g = self.graph
+        candidates = np.flatnonzero(self._members())
+        order = candidates[np.lexsort((g.ids[candidates], -self.retained_size[candidates]))]
+        rank = np.zeros(g.node_count, dtype=np.int64)
+        rank[order[:depth]] = np.arange(1, min(depth, order.size) + 1)
+        by_type = order[np.argsort(g.type[order], kind="stable")]  # stable: each type keeps the size order
+        types = g.type[by_type]
+        starts = np.flatnonzero(np.r_[True, types[1:] != types[:-1]]) if types.size else np.zeros(0, dtype=np.int64)
+        place = np.arange(types.size) - np.repeat(starts, np.diff(np.r_[starts, types.size]))
+        type_rank = np.zeros(g.node_count, dtype=np.int64)
+        kept = place < depth
+        type_rank[by_type[kept]] = place[kept] + 1
+        return rank, type_rank
 
 
 @dataclass
@@ -250,7 +291,7 @@ def _chunks(total: int, size: int) -> Iterator[tuple[int, int]]:
         yield start, min(total, start + size)
 
 
-def _node_rows(data: LoadInput, lo: int, hi: int) -> list[list[Any]]:
+def _node_rows(data: LoadInput, ranks: tuple[np.ndarray, np.ndarray], lo: int, hi: int) -> list[list[Any]]:
     g = data.graph
     strings, kinds = g.strings, g.node_kinds
     detached = g.detachedness
@@ -266,36 +307,52 @@ def _node_rows(data: LoadInput, lo: int, hi: int) -> list[list[Any]]:
         data.reachable[lo:hi].tolist(),
         (detached[lo:hi].tolist() if detached is not None else [0] * (hi - lo)),
         data.paths.signature[lo:hi].tolist(),
+        ranks[0][lo:hi].tolist(),
+        ranks[1][lo:hi].tolist(),
     )
     return [
-        [i, strings[t], shorten(strings[n]), kinds[k], s, r, c, (d if d >= 0 else None), bool(reach), det == 2, (p or None)]
-        for i, t, n, k, s, r, c, d, reach, det, p in columns
+        [i, strings[t], shorten(strings[n]), kinds[k], s, r, c, (d if d >= 0 else None), bool(reach), det == 2, (p or None), (rk or None), (tr or None)]
+        for i, t, n, k, s, r, c, d, reach, det, p, rk, tr in columns
     ]
 
 
 def _edge_rows(data: LoadInput, sources: np.ndarray, lo: int, hi: int, retaining: bool) -> list[list[Any]]:
     g = data.graph
     selected = np.flatnonzero(data.retaining[lo:hi] == retaining) + lo
-    strings = g.strings
-    numeric = {int(k) for k in NUMERIC_NAME_KINDS}
-    rows = []
-    for src, dst, kind, name in zip(
+    return [[src, dst, *_reference_label(g, kind, name)] for src, dst, kind, name in zip(
         g.ids[sources[selected]].tolist(),
         g.ids[g.edge_to[selected]].tolist(),
         g.edge_kind[selected].tolist(),
         g.edge_name[selected].tolist(),
-    ):
-        label = str(name) if kind in numeric else shorten(strings[name])
-        rows.append([src, dst, EDGE_KIND_NAMES[kind], label])
-    return rows
+    )]
 
 
 CREATE_OBJECTS = """
 UNWIND $rows AS r
 CREATE (o:Object {sid: $sid, id: r[0], type: r[1], name: r[2], kind: r[3], self_size: r[4],
-                  retained_size: r[5], retained_count: r[6], distance: r[7], reachable: r[8], path_sig: r[10]})
+                  retained_size: r[5], retained_count: r[6], distance: r[7], reachable: r[8], path_sig: r[10],
+                  rank: r[11], type_rank: r[12]})
 FOREACH (_ IN CASE WHEN r[9] THEN [1] ELSE [] END | SET o.detached = true)
 """
+
+def _first_rows(data: LoadInput, nodes: np.ndarray) -> list[list[Any]]:
+    """[holder id, object id, kind, name] of the reference each object's first path arrives by."""
+    g = data.graph
+    edges = data.paths.parent_edge[nodes]
+    sources = np.searchsorted(g.edge_start, edges, side="right") - 1
+    return [[a, b, *_reference_label(g, kind, name)] for a, b, kind, name in zip(
+        g.ids[sources].tolist(), g.ids[nodes].tolist(), g.edge_kind[edges].tolist(), g.edge_name[edges].tolist()
+    )]
+
+
+def _reference_label(g: HeapGraph, kind: int, name: int) -> tuple[str, str]:
+    """A reference's stored kind and name: element indexes as text, other names from the string table."""
+    label = str(name) if kind in _NUMERIC_KINDS else shorten(g.strings[name])
+    return EDGE_KIND_NAMES[kind], label
+
+
+_NUMERIC_KINDS = frozenset(int(k) for k in NUMERIC_NAME_KINDS)
+
 
 CREATE_REFS = """
 UNWIND $rows AS r
@@ -307,12 +364,19 @@ CREATE_WEAK_REFS = CREATE_REFS.replace(":REF", ":WEAK_REF")
 
 CREATE_PATH_GROUPS = """
 UNWIND $rows AS r
-CREATE (:PathGroup {sid: $sid, sig: r[0], path: r[1], hops: r[2], objects: r[3], self_size: r[4], retained_size: r[5]})
+CREATE (:PathGroup {sid: $sid, sig: r[0], path: r[1], hops: r[2], objects: r[3], self_size: r[4], retained_size: r[5],
+                    max_retained_size: r[6]})
 """
 
 CREATE_TYPE_GROUPS = """
 UNWIND $rows AS r
-CREATE (:TypeGroup {sid: $sid, type: r[0], objects: r[1], self_size: r[2], retained_size: r[3]})
+CREATE (:TypeGroup {sid: $sid, type: r[0], objects: r[1], self_size: r[2], retained_size: r[3], max_retained_size: r[4]})
+"""
+
+CREATE_FIRST = """
+UNWIND $rows AS r
+MATCH (a:Object {sid: $sid, id: r[0]}), (b:Object {sid: $sid, id: r[1]})
+CREATE (a)-[:FIRST {kind: r[2], name: r[3]}]->(b)
 """
 
 CREATE_DOMINATES = """
@@ -373,6 +437,7 @@ def load(
     ensure_schema(database)
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
     properties = {
+        "store_version": STORE_VERSION,
         "format": g.meta.get("format", "unknown"),
         "runtime": str(g.meta.get("runtime", "")),
         "source": source or "",
@@ -397,8 +462,9 @@ def load(
         _delete_objects(database, old)
 
     started = time.monotonic()
+    ranks = data.top_ranks()
     with progress.bar("write objects", total=g.node_count, unit="obj") as bar:
-        _run_batches(database, CREATE_OBJECTS, sid, (_node_rows(data, lo, hi) for lo, hi in _chunks(g.node_count, batch_size)), bar, workers)
+        _run_batches(database, CREATE_OBJECTS, sid, (_node_rows(data, ranks, lo, hi) for lo, hi in _chunks(g.node_count, batch_size)), bar, workers)
     database.write("MATCH (o:Object {sid: $sid, id: $id}) SET o:Root", {"sid": sid, "id": int(g.ids[g.root])})
     report.seconds["objects"] = time.monotonic() - started
 
@@ -422,6 +488,15 @@ def load(
         )
         _run_batches(database, CREATE_DOMINATES, sid, batches, bar, workers)
     report.seconds["dominators"] = time.monotonic() - started
+
+    # The first paths as their own relationship type: every reachable object has exactly one incoming
+    # :FIRST, which Neo4j finds directly even on an object with a million incoming :REF, so
+    # why-alive reads a path in as many steps as it is long.
+    started = time.monotonic()
+    reached = np.flatnonzero(data.paths.parent_edge >= 0)
+    with progress.bar("write first paths", total=int(reached.size), unit="ref") as bar:
+        _run_batches(database, CREATE_FIRST, sid, (_first_rows(data, reached[lo:hi]) for lo, hi in _chunks(int(reached.size), batch_size)), bar, workers)
+    report.seconds["first paths"] = time.monotonic() - started
 
     started = time.monotonic()
     for label, statement, groups in (

@@ -5,8 +5,8 @@
 // param limit: int = 50 in 1..10000 -- how many types
 //
 // Reads the per-type totals stored at load (:TypeGroup), so it costs the same for a million objects
-// as for a thousand. Only objects the root reaches count; a type's retained size counts the members
-// whose immediate dominator is of another type. Types present in only one snapshot show 0 there.
+// as for a thousand. Only objects the root reaches count; a type's retained size counts each byte
+// once (DevTools' rule: see `types`). Types present in only one snapshot show 0 there.
 MATCH (a:Snapshot {tag: $before, status: 'ready'}), (b:Snapshot {tag: $after, status: 'ready'})
 CALL (a, b) {
   MATCH (t:TypeGroup {sid: b.sid}) WHERE t.type IS NOT NULL

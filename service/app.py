@@ -2,7 +2,8 @@
 
 Errors come back as JSON bodies ``{"error": "..."}``: 401 without the bearer token (when
 ``HEAPDB_API_TOKEN`` is set), 404 for an unknown snapshot, object or stored query, 422 for bad
-parameters (and for queries Neo4j rejects or stops at the timeout), 503 when Neo4j cannot be reached.
+parameters (and for queries Neo4j rejects or stops at the timeout), 409 for a snapshot stored by an
+older heapdb (load it again), 503 when Neo4j cannot be reached.
 
 Every answer comes from :class:`heapdb.answers.Questions`, the functions the CLI calls; the URLs are
 stable, so ``/api/snapshots/build123/objects/4711/why?format=svg`` works as a link in a bug report.
@@ -24,12 +25,17 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from heapdb import __version__, answers, db, render
-from heapdb.errors import DatabaseUnavailable, HeapdbError, NotFound, QueryError
+from heapdb.errors import DatabaseUnavailable, HeapdbError, NotFound, OutdatedSnapshot, QueryError
 from heapdb.queries import catalog
 
 
 class DatabaseHandle:
-    """Opens the database on first use and again after it was lost, so the service outlives restarts."""
+    """Opens the database on first use, and keeps trying on later requests while Neo4j is away.
+
+    Once open, the driver is kept for the service's life: its connection pool replaces connections
+    a Neo4j restart broke by itself. Closing it on an error instead would pull the pool from under
+    the other requests running on it.
+    """
 
     def __init__(self, connect: Callable[[], db.Database]) -> None:
         self._connect = connect
@@ -41,12 +47,6 @@ class DatabaseHandle:
             if self._database is None:
                 self._database = self._connect()
             return self._database
-
-    def reset(self) -> None:
-        with self._lock:
-            if self._database is not None:
-                self._database.close()
-                self._database = None
 
 
 GRAPH_MEDIA = {"json": "application/json", "dot": "text/vnd.graphviz; charset=utf-8", "svg": "image/svg+xml"}
@@ -83,10 +83,11 @@ def create_app(
     @app.exception_handler(HeapdbError)
     async def heapdb_error(request: Request, error: HeapdbError) -> JSONResponse:
         if isinstance(error, DatabaseUnavailable):
-            handle.reset()
             return JSONResponse({"error": str(error)}, status_code=503)
         if isinstance(error, NotFound):
             return JSONResponse({"error": str(error)}, status_code=404)
+        if isinstance(error, OutdatedSnapshot):
+            return JSONResponse({"error": str(error)}, status_code=409)
         if isinstance(error, QueryError):
             return JSONResponse({"error": str(error)}, status_code=422)
         return JSONResponse({"error": str(error)}, status_code=400)
@@ -97,7 +98,6 @@ def create_app(
     async def neo4j_trouble(request: Request, error: Exception) -> JSONResponse:
         # What the driver raises while Neo4j shuts down or restarts (a closed connection, "database
         # unavailable", a retry that ran out of time): the service is fine, the database is not.
-        handle.reset()
         return JSONResponse({"error": f"Neo4j is unavailable: {type(error).__name__}: {error}"}, status_code=503)
 
     @app.exception_handler(RequestValidationError)
@@ -199,23 +199,42 @@ def create_app(
     ) -> Any:
         return answers.to_json(questions().types(tag, sort=sort, limit=limit))
 
-    @app.get("/api/diff/{before}/{after}", summary="What grew between two snapshots, per type or per retainer path")
+    @app.get("/api/diff/{before}/{after}", summary="What grew between two snapshots, per type or per retainer path, or object by object")
     def diff(
         before: str,
         after: str,
-        by: Literal["type", "path"] = "type",
+        by: Annotated[Literal["type", "path", "object"], Query(description="object: matched by id and type; see `warnings`")] = "type",
         limit: Annotated[int, Query(ge=1, le=10_000)] = 50,
+        samples: Annotated[int, Query(ge=0, le=20, description="by object: the largest new objects listed per type")] = 3,
     ) -> Any:
-        return answers.to_json(questions().diff(before, after, by=by, limit=limit))
+        return answers.to_json(questions().diff(before, after, by=by, limit=limit, samples=samples))
 
     @app.get("/api/leaks", summary="memlab's three-snapshot leak candidates, clustered by retainer path")
     def leaks(
         baseline: Annotated[str, Query(min_length=1)],
         target: Annotated[str, Query(min_length=1)],
         final: Annotated[str, Query(min_length=1)],
+        by: Annotated[Literal["id", "path"], Query(description="id: memlab's rule (stable ids); path: retainer paths' totals")] = "id",
         limit: Annotated[int, Query(ge=1, le=answers.MAX_LIMIT)] = 20,
     ) -> Any:
-        return answers.to_json(questions().leaks(baseline, target, final, limit=limit))
+        return answers.to_json(questions().leaks(baseline, target, final, by=by, limit=limit))
+
+    @app.get("/api/growth", summary="Types or retainer paths whose size grew at every step across three or more snapshots")
+    def growth(
+        tag: Annotated[list[str], Query(description="the snapshots' tags, oldest first (repeat the key, at least three)")],
+        by: Literal["type", "path"] = "type",
+        limit: Annotated[int, Query(ge=1, le=10_000)] = 50,
+    ) -> Any:
+        return answers.to_json(questions().growth(tag, by=by, limit=limit))
+
+    @app.get("/api/snapshots/{tag}/suspects", summary="Eclipse MAT-style leak suspects: big objects with their accumulation points, big types")
+    def suspects(
+        tag: str,
+        share: Annotated[float, Query(gt=0, le=1, description="the share of the reachable heap a suspect retains")] = 0.1,
+        ratio: Annotated[float, Query(gt=0.5, le=1, description="descend through children holding at least this share of their parent")] = 0.8,
+        limit: Annotated[int, Query(ge=1, le=answers.MAX_LIMIT)] = 20,
+    ) -> Any:
+        return answers.to_json(questions().suspects(tag, share=share, ratio=ratio, limit=limit))
 
     @app.get("/api/queries", summary="The stored queries and their parameters")
     def stored_queries() -> list[dict[str, Any]]:

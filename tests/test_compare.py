@@ -1,14 +1,16 @@
-"""Comparing snapshots: diff by type and by path, memlab's three-snapshot leak candidates.
+"""Comparing snapshots: diff by type, path and object, leak candidates by id and by path, growth.
 
-Three real snapshots of one Node process (tests/js/leak.js: baseline, target, final) are loaded;
-every figure the database answers is checked against the same figure computed in process from the
-files.
+Three real snapshots of one Node process (tests/js/leak.js: baseline, target, final) are loaded,
+and for the cases where ids are addresses, the three Luau dumps of ../shared/fixtures/luau; every
+figure the database answers is checked against the same figure computed in process from the files.
 """
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections import Counter
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -16,11 +18,12 @@ import pytest
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
-from heapdb.answers import Questions
+from heapdb.answers import ObjectDiff, Questions
 from heapdb.cli import main
 from heapdb.db import Database
 from heapdb.loader import analysis, formats, store
 from heapdb.loader.paths import describe_path, first_paths
+from heapdb.queries.catalog import ParameterError
 from heapdb.service.app import create_app
 
 
@@ -34,6 +37,28 @@ def loaded(database: Database, leak_snapshots: dict[str, Path]):
         result = CliRunner().invoke(main, ["load", str(leak_snapshots[label]), "--tag", tags[label]])
         assert result.exit_code == 0, result.output
         graph = formats.read_graph(leak_snapshots[label])
+        local[label] = (graph, analysis.analyze(graph))
+    yield tags, local
+    for tag in tags.values():
+        store.drop(database, tag)
+
+
+LUAU = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "luau"
+LUAU_FILES = {"baseline": "luau-1-baseline.json", "target": "luau-2-target.json", "final": "luau-3-final.json"}
+
+
+@pytest.fixture(scope="module")
+def luau_loaded(database: Database):
+    """The three Luau dumps (ids are addresses) loaded with `heapdb load`, and their in-process analyses."""
+    if not all((LUAU / name).exists() for name in LUAU_FILES.values()):
+        pytest.skip(f"the Luau fixtures are not there ({LUAU})")
+    run = uuid.uuid4().hex[:8]
+    tags, local = {}, {}
+    for label, name in LUAU_FILES.items():
+        tags[label] = f"test-compare-luau-{label}-{run}"
+        result = CliRunner().invoke(main, ["load", str(LUAU / name), "--tag", tags[label]])
+        assert result.exit_code == 0, result.output
+        graph = formats.read_graph(LUAU / name)
         local[label] = (graph, analysis.analyze(graph))
     yield tags, local
     for tag in tags.values():
@@ -136,3 +161,296 @@ def test_cli_and_rest_give_the_same_answers(database: Database, loaded, tmp_path
     assert by_path.status_code == 200 and len(by_path.json()["changes"]) == 5
     assert client.get(f"/api/diff/{tags['baseline']}/no-such-tag").status_code == 404
     assert client.get(f"/api/diff/{tags['baseline']}/{tags['final']}", params={"by": "colour"}).status_code == 422
+
+
+# --- by object -------------------------------------------------------------------------------
+
+
+def turnover(before, after) -> tuple[dict[str, list[int]], dict[str, list[tuple[int, int]]]]:
+    """Per type [new count, new size, survived count, survived size, freed count, freed size], matching
+    members by id and type; and per type the new objects as (-retained size, id), largest first."""
+    (gb, rb), (ga, ra) = before, after
+    old = {(i, gb.strings[t]) for i, t in zip(gb.ids[members(gb, rb)].tolist(), gb.type[members(gb, rb)].tolist())}
+    keep = members(ga, ra)
+    now = set()
+    figures: dict[str, list[int]] = {}
+    fresh: dict[str, list[tuple[int, int]]] = {}
+    for i, t, size, retained in zip(ga.ids[keep].tolist(), ga.type[keep].tolist(), ga.self_size[keep].tolist(), ra.retained_size[keep].tolist()):
+        key = (i, ga.strings[t])
+        now.add(key)
+        row = figures.setdefault(key[1], [0] * 6)
+        if key in old:
+            row[2] += 1
+            row[3] += size
+        else:
+            row[0] += 1
+            row[1] += size
+            fresh.setdefault(key[1], []).append((-retained, i))
+    for i, t, size in zip(gb.ids[members(gb, rb)].tolist(), gb.type[members(gb, rb)].tolist(), gb.self_size[members(gb, rb)].tolist()):
+        if (i, gb.strings[t]) not in now:
+            row = figures.setdefault(gb.strings[t], [0] * 6)
+            row[4] += 1
+            row[5] += size
+    return figures, {t: sorted(v) for t, v in fresh.items()}
+
+
+def id_check(before, after) -> tuple[int, int, int]:
+    """(members of after, of those whose id a member of before has, of those whose type differs)."""
+    (gb, rb), (ga, ra) = before, after
+    keep_b, keep_a = members(gb, rb), members(ga, ra)
+    old = dict(zip(gb.ids[keep_b].tolist(), (gb.strings[t] for t in gb.type[keep_b].tolist())))
+    objects = shared = retyped = 0
+    for i, t in zip(ga.ids[keep_a].tolist(), ga.type[keep_a].tolist()):
+        objects += 1
+        if i in old:
+            shared += 1
+            retyped += old[i] != ga.strings[t]
+    return objects, shared, retyped
+
+
+def test_diff_by_object_equals_in_process_matching(database: Database, loaded) -> None:
+    tags, local = loaded
+    answer = Questions(database).diff(tags["baseline"], tags["final"], by="object", limit=10_000, samples=3)
+    assert isinstance(answer, ObjectDiff)
+    figures, fresh = turnover(local["baseline"], local["final"])
+    got = {t.type: [t.new_count, t.new_size, t.survived_count, t.survived_size, t.freed_count, t.freed_size] for t in answer.types}
+    assert got == figures
+    total = answer.total
+    assert [total.new_count, total.new_size, total.survived_count, total.survived_size, total.freed_count, total.freed_size] == np.sum(
+        list(figures.values()), axis=0
+    ).tolist()
+    new_sizes = [t.new_size for t in answer.types]
+    assert new_sizes == sorted(new_sizes, reverse=True)
+    for t in answer.types:
+        assert [s.id for s in t.samples] == [i for _, i in fresh.get(t.type, [])[:3]], t.type
+        assert all(s.why == f"/api/snapshots/{tags['final']}/objects/{s.id}/why" for s in t.samples)
+    # leak.js added 500 items after the baseline and freed none of the first 100.
+    leaked = next(t for t in answer.types if t.type == "LeakedItem")
+    assert (leaked.new_count, leaked.survived_count, leaked.freed_count) == (500, 100, 0)
+    # One process: ids are stable, the data agree, nothing to warn about.
+    assert (answer.check.after_objects, answer.check.shared, answer.check.retyped) == id_check(local["baseline"], local["final"])
+    assert answer.warnings == []
+    # A limit lists fewer types, not smaller totals.
+    short = Questions(database).diff(tags["baseline"], tags["final"], by="object", limit=2, samples=0)
+    assert len(short.types) == 2 and short.total == answer.total and all(not t.samples for t in short.types)
+
+
+def test_diff_by_object_says_when_ids_are_addresses(database: Database, loaded, luau_loaded) -> None:
+    tags, local = luau_loaded
+    answer = Questions(database).diff(tags["baseline"], tags["final"], by="object", limit=10_000)
+    figures, _ = turnover(local["baseline"], local["final"])
+    assert {t.type: [t.new_count, t.new_size, t.survived_count, t.survived_size, t.freed_count, t.freed_size] for t in answer.types} == figures
+    assert (answer.check.after_objects, answer.check.shared, answer.check.retyped) == id_check(local["baseline"], local["final"])
+    assert any("luau" in w and "addresses" in w for w in answer.warnings)
+    assert any("by path" in w for w in answer.warnings)
+    retyped_share = answer.check.retyped / max(answer.check.shared, 1)
+    assert any("different type" in w for w in answer.warnings) == (retyped_share > 0.01)
+    # A V8 snapshot against a Luau dump: different runtimes, and their ids have nothing in common.
+    mixed = Questions(database).diff(loaded[0]["final"], tags["final"], by="object", limit=5)
+    assert any("different runtimes" in w for w in mixed.warnings)
+    assert (mixed.check.after_objects, mixed.check.shared, mixed.check.retyped) == id_check(loaded[1]["final"], local["final"])
+    # The CLI prints the warnings on stderr and keeps stdout for the answer.
+    result = CliRunner().invoke(main, ["diff", tags["baseline"], tags["final"], "--by", "object", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert "heapdb: warning:" in result.stderr and "addresses" in result.stderr
+    assert json.loads(result.stdout)["warnings"] == answer.warnings
+
+
+def test_diff_by_object_notices_reused_ids(database: Database, tmp_path: Path) -> None:
+    """Two unrelated heaps whose objects sit at the same addresses (benchmarks/synth.py lays objects
+    out alike whatever the seed; the seed draws their types): most shared ids change type."""
+    from benchmarks.synth import synth_graph, write_snapbin
+
+    run = uuid.uuid4().hex[:8]
+    tags, local = [], []
+    for seed in (1, 2):
+        path = tmp_path / f"heap-{seed}.snap.bin"
+        write_snapbin(synth_graph(3000, 9000, seed=seed), path)
+        tags.append(f"test-compare-reused-{seed}-{run}")
+        result = CliRunner().invoke(main, ["load", str(path), "--tag", tags[-1]])
+        assert result.exit_code == 0, result.output
+        graph = formats.read_graph(path)
+        local.append((graph, analysis.analyze(graph)))
+    try:
+        answer = Questions(database).diff(tags[0], tags[1], by="object", limit=10_000)
+        figures, _ = turnover(local[0], local[1])
+        assert {t.type: [t.new_count, t.new_size, t.survived_count, t.survived_size, t.freed_count, t.freed_size] for t in answer.types} == figures
+        assert (answer.check.after_objects, answer.check.shared, answer.check.retyped) == id_check(local[0], local[1])
+        assert answer.check.retyped > 0.01 * answer.check.shared
+        assert any("different type" in w for w in answer.warnings)
+        assert any("snapbin" in w and "addresses" in w for w in answer.warnings)
+    finally:
+        for tag in tags:
+            store.drop(database, tag)
+
+
+# --- leaks by path ---------------------------------------------------------------------------
+
+
+def path_leaks(local) -> list[tuple[int, list[int], int, int, int]]:
+    """In process: (sig, [baseline, target, final] counts, objects, self size, retained size) of the
+    paths that gained objects from baseline to target and kept at least as many in final, ranked."""
+    groups = {label: {row[0]: row for row in store.LoadInput.from_analysis(*local[label]).path_groups()} for label in ("baseline", "target", "final")}
+    out = []
+    for sig, gt in groups["target"].items():
+        gb, gf = groups["baseline"].get(sig), groups["final"].get(sig)
+        base = gb[3:6] if gb else [0, 0, 0]
+        if gt[3] > base[0] and gf is not None and gf[3] >= gt[3]:
+            out.append((sig, [base[0], gt[3], gf[3]], gf[3] - base[0], gf[4] - base[1], gf[5] - base[2]))
+    return sorted(out, key=lambda c: (-c[4], -c[2], c[0]))
+
+
+def check_path_leaks(database: Database, tags, local) -> None:
+    answer = Questions(database).leaks(tags["baseline"], tags["target"], tags["final"], by="path", limit=1000)
+    expected = path_leaks(local)
+    assert answer.by == "path" and answer.warnings == []
+    assert [(c.signature, c.counts, c.objects, c.self_size, c.retained_size) for c in answer.clusters] == expected[:1000]
+    graph, result = local["final"]
+    signature = first_paths(graph, result.retaining).signature
+    for c in answer.clusters[:20]:
+        held = np.flatnonzero(signature == c.signature)
+        ranked = sorted(zip((-result.retained_size[held]).tolist(), graph.ids[held].tolist()))
+        assert c.sample_ids == [i for _, i in ranked[:5]]
+        assert c.type == graph.type_name(int(held[graph.ids[held].tolist().index(c.sample_ids[0])]))
+        assert c.why == f"/api/snapshots/{tags['final']}/objects/{c.sample_ids[0]}/why"
+    return answer
+
+
+def test_leaks_by_path_on_v8(database: Database, loaded) -> None:
+    tags, local = loaded
+    answer = check_path_leaks(database, tags, local)
+    # The cache's items, 100 → 300 → 600 held the same way.
+    items = [c for c in answer.clusters if c.type == "LeakedItem" and "entries" in c.path]
+    assert [c.counts for c in items] == [[100, 300, 600]]
+
+
+def test_leaks_by_path_on_luau(database: Database, luau_loaded) -> None:
+    tags, local = luau_loaded
+    answer = check_path_leaks(database, tags, local)
+    # leak.luau: sessions held by the cache's entries and by the listener closures grow 10 → 210 → 410.
+    assert any("entries" in c.path and c.counts == [10, 210, 410] for c in answer.clusters)
+    # By id the answer warns: Luau ids are addresses.
+    by_id = Questions(database).leaks(tags["baseline"], tags["target"], tags["final"], by="id", limit=5)
+    assert any("addresses" in w for w in by_id.warnings)
+
+
+def test_leaked_classes_are_the_top_candidates_by_id(database: Database, loaded) -> None:
+    tags, local = loaded
+    answer = Questions(database).leaks(tags["baseline"], tags["target"], tags["final"], limit=20)
+    assert answer.warnings == []
+    # In process: memlab's candidates, clustered by first-path signature, each cluster's retained size
+    # counting the members whose immediate dominator is held another way (nesting counted once).
+    baseline_ids, target_ids = set(local["baseline"][0].ids.tolist()), set(local["target"][0].ids.tolist())
+    graph, result = local["final"]
+    signature = first_paths(graph, result.retaining).signature
+    keep = members(graph, result)
+    retained: Counter = Counter()
+    count: Counter = Counter()
+    for node in np.flatnonzero(keep).tolist():
+        i = int(graph.ids[node])
+        if i in target_ids and i not in baseline_ids:
+            parent = int(result.idom[node])
+            nested = parent >= 0 and signature[parent] == signature[node]
+            retained[int(signature[node])] += 0 if nested else int(result.retained_size[node])
+            count[int(signature[node])] += 1
+    ranked = sorted(retained.items(), key=lambda item: (-item[1], -count[item[0]], item[0]))
+    assert [(c.signature, c.retained_size) for c in answer.clusters[:3]] == ranked[:3]
+    # The two leaks leak.js grows by 200 units between baseline and target lead the list: the
+    # listeners' closures on the emitter's listener list, and the cache's LeakedItem instances.
+    top = {c.type: c for c in answer.clusters[:2]}
+    assert set(top) == {"(closure)", "LeakedItem"} and all(c.objects == 200 for c in top.values())
+    assert "cache → LeakyCache / entries → Map" in top["LeakedItem"].path
+    assert "emitter → EventEmitter / _events → Object / tick → Array" in top["(closure)"].path
+
+
+def test_leaks_export_dot_per_cluster(database: Database, loaded, tmp_path: Path) -> None:
+    tags, _ = loaded
+    out = tmp_path / "dots"
+    result = CliRunner().invoke(main, ["leaks", tags["baseline"], tags["target"], tags["final"], "--by", "path", "--limit", "4", "--dot", str(out), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    clusters = json.loads(result.stdout)["clusters"]
+    files = sorted(out.glob("*.dot"))
+    assert len(files) == len(clusters) == 4
+    client = TestClient(create_app())
+    for number, (cluster, path) in enumerate(zip(clusters, files), 1):
+        assert path.name.startswith(f"leak-{number:02d}-") and path.name.endswith(f"-{cluster['sample_ids'][0]}.dot")
+        text = path.read_text()
+        assert text.startswith("digraph") and f"n{cluster['sample_ids'][0]} [" in text
+        # The permalink draws the same graph.
+        assert client.get(cluster["why"], params={"format": "dot"}).text == text
+
+
+# --- growth ----------------------------------------------------------------------------------
+
+
+def growth_rows(local, labels, by: str) -> list[tuple[object, list[int], list[int]]]:
+    """In process: (key, counts, sizes) of the groups whose self size grew at every step and count never fell."""
+    series: dict[object, list[list[int]]] = {}
+    for step, label in enumerate(labels):
+        data = store.LoadInput.from_analysis(*local[label])
+        rows = data.type_groups() if by == "type" else data.path_groups()
+        for row in rows:
+            key, figures = (row[0], row[1:3]) if by == "type" else (row[0], row[3:5])
+            series.setdefault(key, [[0, 0] for _ in labels])[step] = list(figures)
+    last = {row[0] for row in rows}  # groups of the last snapshot: a group gone by then did not grow
+    out = []
+    for key, values in series.items():
+        if key in last and all(b[1] > a[1] and b[0] >= a[0] for a, b in pairwise(values)):
+            out.append((key, [v[0] for v in values], [v[1] for v in values]))
+    return sorted(out, key=lambda r: (-(r[2][-1] - r[2][0]), -(r[1][-1] - r[1][0]), r[0]))
+
+
+@pytest.mark.parametrize("by", ["type", "path"])
+def test_growth_equals_in_process_series(database: Database, loaded, by: str) -> None:
+    tags, local = loaded
+    labels = ("baseline", "target", "final")
+    answer = Questions(database).growth([tags[label] for label in labels], by=by, limit=10_000)
+    expected = growth_rows(local, labels, by)
+    assert expected
+    got = [((r.label if by == "type" else r.signature), r.counts, r.sizes) for r in answer.rows]
+    assert got == expected
+    if by == "type":
+        leaked = next(r for r in answer.rows if r.label == "LeakedItem")
+        assert leaked.counts == [100, 300, 600] and leaked.count_growth == 500
+
+
+def test_growth_on_luau_and_bad_input(database: Database, luau_loaded) -> None:
+    tags, local = luau_loaded
+    labels = ("baseline", "target", "final")
+    answer = Questions(database).growth([tags[label] for label in labels], by="path", limit=10_000)
+    assert [(r.signature, r.counts, r.sizes) for r in answer.rows] == growth_rows(local, labels, "path")
+    with pytest.raises(ParameterError):
+        Questions(database).growth([tags["baseline"], tags["final"]])
+    with pytest.raises(ParameterError):
+        Questions(database).growth([tags["baseline"], tags["final"], tags["baseline"]])
+    result = CliRunner().invoke(main, ["growth", tags["baseline"], tags["final"]])
+    assert result.exit_code != 0 and "at least three" in result.output
+    text = CliRunner().invoke(main, ["growth", *(tags[label] for label in labels), "--by", "path", "--limit", "3"])
+    assert text.exit_code == 0, text.output
+    assert text.stdout.count("    objects: ") == min(3, len(answer.rows))
+    client = TestClient(create_app())
+    rest = client.get("/api/growth", params={"tag": [tags[label] for label in labels], "by": "path", "limit": 10_000})
+    assert rest.status_code == 200 and rest.json()["rows"] == json.loads(
+        CliRunner().invoke(main, ["growth", *(tags[label] for label in labels), "--by", "path", "--limit", "10000", "--json"]).stdout
+    )["rows"]
+    assert client.get("/api/growth", params={"tag": [tags["baseline"], tags["final"]]}).status_code == 422
+    assert client.get("/api/growth", params={"tag": [tags["baseline"], tags["final"], "no-such-tag"]}).status_code == 404
+
+
+def test_rest_diff_by_object_and_leaks_by_path(database: Database, loaded) -> None:
+    tags, _ = loaded
+    client = TestClient(create_app())
+    rest = client.get(f"/api/diff/{tags['baseline']}/{tags['final']}", params={"by": "object", "limit": 5})
+    assert rest.status_code == 200
+    body = rest.json()
+    assert body["by"] == "object" and len(body["types"]) == 5 and body["warnings"] == []
+    sample = body["types"][0]["samples"][0]
+    assert client.get(sample["why"]).json()["target"]["id"] == sample["id"]
+    cli = CliRunner().invoke(main, ["diff", tags["baseline"], tags["final"], "--by", "object", "--limit", "5", "--format", "json"])
+    assert json.loads(cli.stdout) == body
+    text = CliRunner().invoke(main, ["diff", tags["baseline"], tags["final"], "--by", "object", "--limit", "5"])
+    assert body["types"][0]["type"] in text.stdout and "largest new objects" in text.stdout and text.stderr == ""
+    leaks = client.get("/api/leaks", params={"baseline": tags["baseline"], "target": tags["target"], "final": tags["final"], "by": "path"})
+    assert leaks.status_code == 200 and leaks.json()["by"] == "path"
+    assert client.get(leaks.json()["clusters"][0]["why"], params={"format": "dot"}).text.startswith("digraph")
+    assert client.get("/api/leaks", params={"baseline": tags["baseline"], "target": tags["target"], "final": tags["final"], "by": "colour"}).status_code == 422

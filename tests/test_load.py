@@ -14,11 +14,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from fastapi.testclient import TestClient
 
 from heapdb.cli import main
 from heapdb.db import Database
 from heapdb.errors import NotFound
 from heapdb.loader import analysis, formats, store
+from heapdb.service.app import create_app
 
 
 def unique_tag(label: str) -> str:
@@ -152,6 +154,17 @@ def test_snapshots_lists_ready_loads(database: Database, leak_snapshots: dict[st
     assert listed[tag]["object_count"] == formats.read_graph(leak_snapshots["baseline"]).node_count
     code, out, _ = invoke("snapshots")
     assert tag in out and "ready" in out
+    assert listed[tag]["store_version"] == store.STORE_VERSION
+
+    # The same snapshot as an older heapdb stored it: listed as outdated, refused with what to do.
+    database.write("MATCH (s:Snapshot {tag: $tag}) REMOVE s.store_version", {"tag": tag})
+    code, out, _ = invoke("snapshots")
+    assert code == 0 and [line for line in out.splitlines() if line.startswith(tag)][0].split()[1] == "outdated"
+    code, _, err = invoke("top", tag)
+    assert code == 1 and "older heapdb" in err and f"--tag {tag} --replace" in err and "Traceback" not in err
+    client = TestClient(create_app())
+    response = client.get(f"/api/snapshots/{tag}/types")
+    assert response.status_code == 409 and "load it again" in response.json()["error"]
 
 
 def test_drop_removes_everything(database: Database, leak_snapshots: dict[str, Path]) -> None:

@@ -150,3 +150,32 @@ def test_leaked_class_keeps_its_path_across_real_snapshots(leak_snapshots: dict[
     (main_group,) = [sig for sig, count in groups["final"].items() if count == max(groups["final"].values())]
     assert main_group in groups["baseline"], "the same path group exists in both snapshots"
     assert groups["final"][main_group] > groups["baseline"][main_group]
+
+
+def test_root_groups_within_root_groups_fold() -> None:
+    """The same program state filed under different V8 root groups has one signature and one path."""
+    strings = ["", "(root)", "(GC roots)", "(Stack roots)", "(Handle scope)", "Context", "cache", "Map", "x", "(Document DOM trees)"]
+    s = {name: i for i, name in enumerate(strings)}
+
+    def snapshot(group: str) -> tuple[HeapGraph, np.ndarray]:
+        edges = [
+            (0, 1, EdgeKind.ELEMENT, 1),  # (root) → (GC roots)
+            (1, 2, EdgeKind.ELEMENT, 1),  # (GC roots) → the group
+            (2, 3, EdgeKind.ELEMENT, 1),  # the group → a Context
+            (3, 4, EdgeKind.CONTEXT, s["cache"]),  # Context.cache → Map
+            (0, 5, EdgeKind.ELEMENT, 2),  # (root) → (Document DOM trees), a root group of its own
+            (5, 6, EdgeKind.ELEMENT, 1),
+        ]
+        graph = make_graph(edges, [0, 0, 0, s["Context"], s["Map"], 0, s["Map"]], strings)
+        graph.kind = np.array([1, 1, 1, 0, 0, 1, 0], dtype=np.uint8)
+        graph.name = np.array([s["(root)"], s["(GC roots)"], s[group], 0, 0, s["(Document DOM trees)"], 0], dtype=np.int32)
+        graph.node_kinds = ["object", "synthetic"]
+        graph.validate()
+        return graph, first_paths(graph, analysis.analyze(graph).retaining)
+
+    (stack, stack_paths), (handles, handle_paths) = snapshot("(Stack roots)"), snapshot("(Handle scope)")
+    assert stack_paths.signature[4] == handle_paths.signature[4]
+    assert describe_path(stack, stack_paths, 4) == describe_path(handles, handle_paths, 4) == "(root) / (GC roots) / [] → Context / cache → Map"
+    # A root group directly below the root keeps its name, and sets its objects apart.
+    assert describe_path(stack, stack_paths, 6) == "(root) / (Document DOM trees) / [] → Map"
+    assert stack_paths.signature[6] != stack_paths.signature[4]

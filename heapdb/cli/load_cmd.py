@@ -84,9 +84,17 @@ def snapshots(show_all: bool, as_json: bool) -> None:
     click.echo(header)
     for row in rows:
         click.echo(
-            f"{row['tag']:<24} {row['status']:<9} {row.get('format', ''):<8} {row.get('object_count', 0):>11,} "
+            f"{row['tag']:<24} {_status(row):<9} {row.get('format', ''):<8} {row.get('object_count', 0):>11,} "
             f"{row.get('reference_count', 0):>12,} {human_bytes(row.get('total_size', 0)):>11}  {row.get('loaded_at') or row.get('started_at', '')}"
         )
+
+
+def _status(row: dict) -> str:
+    from heapdb.loader.store import STORE_VERSION
+
+    if row["status"] == "ready" and row.get("store_version", 1) < STORE_VERSION:
+        return "outdated"  # stored by an older heapdb: questions refuse it until it is loaded again
+    return row["status"]
 
 
 @main.command()

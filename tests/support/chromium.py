@@ -8,6 +8,16 @@ a garbage collection and streams ``HeapProfiler.takeHeapSnapshot``'s chunks into
 
     path = capture_heap_snapshot(Path("page.html"), tmp_path / "page.heapsnapshot")
 
+:class:`ChromiumPage` keeps one page open for several snapshots of the same renderer process, so
+V8's object ids stay stable across them (what three-snapshot leak detection needs)::
+
+    with ChromiumPage(Path("page.html")) as page:
+        page.heap_snapshot(tmp_path / "baseline.heapsnapshot")
+        page.evaluate("openAndClosePanels(3)")
+        page.heap_snapshot(tmp_path / "target.heapsnapshot")
+
+:func:`capture_heap_snapshots` does that for a list of ``(label, action)`` steps.
+
 Chromium comes from the system (Debian: ``apt-get install chromium``); :func:`find_chromium`
 returns ``None`` when there is none. The WebSocket client is the ``websocket-client`` package.
 """
@@ -21,8 +31,9 @@ import subprocess
 import tempfile
 import time
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import websocket
 
@@ -62,7 +73,93 @@ def chromium_version(binary: str | None = None) -> str:
     binary = binary or find_chromium()
     if binary is None:
         raise ChromiumError("no Chromium found on PATH (install the 'chromium' package)")
-    return subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=60).stdout.strip()
+    return subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=60, check=False).stdout.strip()
+
+
+class ChromiumPage:
+    """A headless Chromium (fresh profile) with one page loaded, kept open until :meth:`close`.
+
+    Every snapshot taken through it comes from the same renderer process, so an object keeps its V8
+    id from one snapshot to the next. ``timeout`` bounds each operation (start-up and page load,
+    each evaluation or wait, each snapshot), not the page's whole life.
+    """
+
+    def __init__(
+        self, page: str | os.PathLike[str], *, timeout: float = 120, binary: str | None = None
+    ) -> None:
+        binary = binary or find_chromium()
+        if binary is None:
+            raise ChromiumError("no Chromium found on PATH (install the 'chromium' package)")
+        url = str(page)
+        if "://" not in url:
+            url = Path(page).resolve().as_uri()
+        self.timeout = timeout
+        self._home = tempfile.TemporaryDirectory(prefix="heapdb-chromium-")
+        profile = Path(self._home.name) / "profile"
+        # stderr goes to a file, not a pipe: a long-lived browser would block on a full pipe nobody reads.
+        self._log = open(Path(self._home.name) / "stderr.log", "wb")  # noqa: SIM115 (closed by close())
+        self._process = subprocess.Popen(
+            [binary, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "about:blank"],
+            stdout=subprocess.DEVNULL,
+            stderr=self._log,
+        )
+        self._session: _Session | None = None
+        try:
+            deadline = time.monotonic() + timeout
+            port = _devtools_port(profile, self._process, Path(self._log.name), deadline)
+            self._session = _Session(_page_websocket(port, deadline), deadline)
+            self._session.call("Page.enable")
+            self._session.call("Runtime.enable")
+            self._session.call("Page.navigate", {"url": url})
+            self._session.wait_for("document.readyState === 'complete'")
+            # Enabled once for the page's life: the profiler's id map is what keeps ids stable.
+            self._session.call("HeapProfiler.enable")
+        except BaseException:
+            self.close()
+            raise
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _live(self) -> _Session:
+        if self._session is None:
+            raise ChromiumError("the page is closed")
+        self._session.deadline = time.monotonic() + self.timeout
+        return self._session
+
+    def evaluate(self, expression: str) -> Any:
+        """Evaluate a JavaScript expression in the page and return its value (JSON-serializable)."""
+        return self._live().evaluate(expression)
+
+    def wait_for(self, expression: str) -> None:
+        """Poll a JavaScript expression until it is true."""
+        self._live().wait_for(expression)
+
+    def heap_snapshot(self, out: str | os.PathLike[str]) -> Path:
+        """Force a garbage collection and write the page's heap snapshot to ``out``."""
+        session = self._live()
+        session.call("HeapProfiler.collectGarbage")
+        out_path = Path(out)
+        session.take_heap_snapshot(out_path)
+        return out_path
+
+    def close(self) -> None:
+        """Close the connection, stop Chromium and remove its profile (safe to call twice)."""
+        if self._session is not None:
+            self._session.close()
+            self._session = None
+        if self._process.poll() is None:
+            self._process.terminate()
+            try:
+                self._process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+        self._log.close()
+        self._home.cleanup()
 
 
 def capture_heap_snapshot(
@@ -78,51 +175,42 @@ def capture_heap_snapshot(
     ``ready_expression``, if given, is polled until it evaluates to true before the snapshot is
     taken (e.g. ``"window.leakReady === true"``).
     """
-    binary = binary or find_chromium()
-    if binary is None:
-        raise ChromiumError("no Chromium found on PATH (install the 'chromium' package)")
-    url = str(page)
-    if "://" not in url:
-        url = Path(page).resolve().as_uri()
-    out_path = Path(out)
-    deadline = time.monotonic() + timeout
-    with tempfile.TemporaryDirectory(prefix="heapdb-chromium-") as profile:
-        process = subprocess.Popen(
-            [binary, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "about:blank"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
-        try:
-            port = _devtools_port(Path(profile), process, deadline)
-            session = _Session(_page_websocket(port, deadline), deadline)
-            try:
-                session.call("Page.enable")
-                session.call("Runtime.enable")
-                session.call("Page.navigate", {"url": url})
-                session.wait_for("document.readyState === 'complete'")
-                if ready_expression:
-                    session.wait_for(ready_expression)
-                session.call("HeapProfiler.enable")
-                session.call("HeapProfiler.collectGarbage")
-                session.take_heap_snapshot(out_path)
-            finally:
-                session.close()
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-    return out_path
+    with ChromiumPage(page, timeout=timeout, binary=binary) as browser:
+        if ready_expression:
+            browser.wait_for(ready_expression)
+        return browser.heap_snapshot(out)
 
 
-def _devtools_port(profile: Path, process: subprocess.Popen, deadline: float) -> int:
+def capture_heap_snapshots(
+    page: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str],
+    steps: Sequence[tuple[str, str | None]],
+    *,
+    timeout: float = 120,
+    binary: str | None = None,
+) -> dict[str, Path]:
+    """Snapshots of one page after each step, from one renderer process (V8 ids stable across them).
+
+    ``steps`` are ``(label, action)``: the JavaScript ``action`` (or nothing, for ``None``) is
+    evaluated, then ``out_dir/<label>.heapsnapshot`` is written. Returns the paths by label.
+    """
+    directory = Path(out_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    paths: dict[str, Path] = {}
+    with ChromiumPage(page, timeout=timeout, binary=binary) as browser:
+        for label, action in steps:
+            if action:
+                browser.evaluate(action)
+            paths[label] = browser.heap_snapshot(directory / f"{label}.heapsnapshot")
+    return paths
+
+
+def _devtools_port(profile: Path, process: subprocess.Popen, log: Path, deadline: float) -> int:
     """Wait for Chromium to write the port it listens on into the profile directory."""
     marker = profile / "DevToolsActivePort"
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            stderr = process.stderr.read().decode(errors="replace") if process.stderr else ""
+            stderr = log.read_text(errors="replace")
             raise ChromiumError(f"Chromium exited with {process.returncode} before listening:\n{stderr[-3000:]}")
         if marker.exists():
             first_line = marker.read_text().splitlines()[:1]

@@ -1,0 +1,31 @@
+// name: suspects
+// description: Eclipse MAT's leak suspects: the topmost objects retaining at least a given number of bytes, each with its accumulation point.
+// param tag: string -- the snapshot's tag
+// param min_retained: int in 0..9223372036854775807 -- the retained size an object needs, in bytes (heapdb suspects passes a share of the snapshot's reachable size)
+// param ratio: int = 80 in 51..100 -- descend into a dominated child while it holds at least this percentage of its parent's retained size
+// param limit: int = 20 in 1..1000 -- how many suspects
+//
+// An object is a suspect when it retains at least min_retained bytes and its immediate dominator is
+// the root or a synthetic root-kind node: anything that dominates an object retains at least as
+// much, so of each chain of big objects only the topmost is listed, as MAT does. From each suspect
+// the dominator tree is descended through the child holding at least `ratio` percent of its
+// parent's retained size (above half, so there is at most one such child); the accumulation point
+// is where that stops, an object whose retained size is far larger than any one child's: typically
+// the collection the leaked objects pile up in. It comes with its direct children in the dominator
+// tree, the largest child's retained size and the number of steps from the suspect.
+MATCH (s:Snapshot {tag: $tag, status: 'ready'})
+MATCH (o:Object {sid: s.sid})
+WHERE o.id IS NOT NULL AND o.retained_size >= $min_retained AND o.reachable AND o.kind <> 'synthetic' AND NOT o:Root
+MATCH (d:Object)-[:DOMINATES]->(o)
+WHERE d:Root OR d.kind = 'synthetic'
+WITH o ORDER BY o.retained_size DESC, o.id LIMIT $limit
+CALL (o) {
+  MATCH p = (o)((a:Object)-[:DOMINATES]->(b:Object) WHERE b.retained_size * 100 >= a.retained_size * $ratio)*(point:Object)
+  WITH point, length(p) AS depth ORDER BY depth DESC LIMIT 1
+  OPTIONAL MATCH (point)-[:DOMINATES]->(child:Object)
+  RETURN point, depth, count(child) AS children, coalesce(max(child.retained_size), 0) AS largest_child
+}
+RETURN o {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached} AS object,
+       point {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached} AS point,
+       depth, children, largest_child
+ORDER BY o.retained_size DESC, o.id
