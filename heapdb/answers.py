@@ -14,6 +14,7 @@ import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 from urllib.parse import quote
@@ -659,7 +660,7 @@ class Questions:
         runtimes, or when many ids both have name objects of different types (see :meth:`id_check`).
         Both snapshots are read once as columns (stored query ``object-columns``) and joined here.
         """
-        old, new = self._columns(before), self._columns(after)
+        old, new = self._both_columns(before, after)
         check, warnings = self._id_warnings(before, after, old, new)
         candidate, _same_id, survived = _pair(old, new)
         matched = np.zeros(old.ids.size, dtype=bool)
@@ -703,19 +704,26 @@ class Questions:
         different type (ids reused, or two processes). Counted are the objects the root reaches in
         each snapshot, the root and synthetic root kinds aside.
         """
-        return self._id_warnings(before, after, self._columns(before), self._columns(after))
+        return self._id_warnings(before, after, *self._both_columns(before, after))
+
+    def _both_columns(self, before: str, after: str) -> tuple[ObjectColumns, ObjectColumns]:
+        """Both snapshots' columns, read at the same time: Neo4j builds one list while the other is
+        decoded here."""
+        with ThreadPoolExecutor(2) as pool:
+            old, new = pool.map(self._columns, (before, after))
+        return old, new
 
     def _columns(self, tag: str) -> ObjectColumns:
         self.snapshot(tag)
-        row = self._run("object-columns", tag=tag)[0]
+        objects = self._run("object-columns", tag=tag)[0]["objects"]
+        ids, types, self_sizes, retained_sizes = zip(*objects) if objects else ((), (), (), ())
         type_code: dict[str, int] = {}
-        types = np.fromiter((type_code.setdefault(t, len(type_code)) for t in row["types"]), dtype=np.int64, count=len(row["types"]))
         return ObjectColumns(
-            ids=np.asarray(row["ids"], dtype=np.int64),
-            type=types,
+            ids=np.array(ids, dtype=np.int64),
+            type=np.fromiter((type_code.setdefault(t, len(type_code)) for t in types), dtype=np.int64, count=len(types)),
             type_names=list(type_code),
-            self_size=np.asarray(row["self_sizes"], dtype=np.int64),
-            retained_size=np.asarray(row["retained_sizes"], dtype=np.int64),
+            self_size=np.array(self_sizes, dtype=np.int64),
+            retained_size=np.array(retained_sizes, dtype=np.int64),
         )
 
     def _id_warnings(self, before: str, after: str, old: ObjectColumns, new: ObjectColumns) -> tuple[IdCheck, list[str]]:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import neo4j
+import neo4j.graph
 from neo4j.exceptions import AuthError, ClientError, ConfigurationError, ServiceUnavailable, SessionExpired
 
 from heapdb import config, neo4j_server
@@ -58,7 +59,7 @@ class Database:
 
         @neo4j.unit_of_work(timeout=timeout)
         def work(tx: neo4j.ManagedTransaction) -> list[dict[str, Any]]:
-            return [r.data() for r in tx.run(cypher, parameters or {})]
+            return [_row(r) for r in tx.run(cypher, parameters or {})]
 
         with translate_errors(self.connection), self.session(read_only=True) as session:
             return session.execute_read(work)
@@ -66,7 +67,7 @@ class Database:
     def write(self, cypher: str, parameters: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """Run a write query in its own transaction and return its rows as dicts."""
         with translate_errors(self.connection), self.session() as session:
-            return session.execute_write(lambda tx: [r.data() for r in tx.run(cypher, parameters or {})])
+            return session.execute_write(lambda tx: [_row(r) for r in tx.run(cypher, parameters or {})])
 
     def close(self) -> None:
         self.driver.close()
@@ -76,6 +77,18 @@ class Database:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+_GRAPH_VALUES = (neo4j.graph.Node, neo4j.graph.Relationship, neo4j.graph.Path)
+
+
+def _row(record: neo4j.Record) -> dict[str, Any]:
+    """A record as a dict. Stored queries return maps, lists and scalars, which need no conversion;
+    ``Record.data()`` walks every nested value in Python, which for a list of a million ids costs
+    seconds, so it is kept for rows holding nodes, relationships or paths."""
+    if any(isinstance(value, _GRAPH_VALUES) for value in record.values()):
+        return record.data()
+    return dict(record.items())
 
 
 def connect(say: Callable[[str], None] = _to_stderr, start_managed: bool = True, retry_seconds: float = 30.0) -> Database:

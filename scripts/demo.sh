@@ -37,10 +37,17 @@ echo "==> what grew between the first and the last snapshot, by type and by reta
 heapdb diff demo-baseline demo-final --by type --limit 5
 heapdb diff demo-baseline demo-final --by path --limit 5 --svg "$work/growth.svg"
 
-echo "==> leak candidates: allocated between baseline and target, still alive in final"
-heapdb leaks demo-baseline demo-target demo-final --limit 3
+echo "==> the same growth object by object (V8 ids are stable within one process)"
+heapdb diff demo-baseline demo-final --by object --limit 5 --samples 1
 
-echo "(pictures for a bug report: $work/why.svg, $work/growth.svg)"
+echo "==> leak candidates: allocated between baseline and target, still alive in final"
+heapdb leaks demo-baseline demo-target demo-final --limit 3 --dot "$work/leaks"
+
+echo "==> what grew at every step, and what holds a big share of the last snapshot"
+heapdb growth demo-baseline demo-target demo-final --by path --limit 3
+heapdb suspects demo-final --share 0.05
+
+echo "(pictures for a bug report: $work/why.svg, $work/growth.svg, $work/leaks/*.dot)"
 echo
 echo "Neo4j keeps running for you: the Browser is at $(heapdb neo4j status --json | .venv/bin/python -c 'import json,sys; print(json.load(sys.stdin)["browser_url"])')"
 echo "Stop it with: .venv/bin/heapdb neo4j stop"

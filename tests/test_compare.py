@@ -329,6 +329,8 @@ def test_leaks_by_path_on_luau(database: Database, luau_loaded) -> None:
     answer = check_path_leaks(database, tags, local)
     # leak.luau: sessions held by the cache's entries and by the listener closures grow 10 → 210 → 410.
     assert any("entries" in c.path and c.counts == [10, 210, 410] for c in answer.clusters)
+    # ... and the closures themselves hang on the signal's listener list.
+    assert any("onTick → table / listeners → table" in c.path and c.type == "function" and c.counts == [10, 210, 410] for c in answer.clusters)
     # By id the answer warns: Luau ids are addresses.
     by_id = Questions(database).leaks(tags["baseline"], tags["target"], tags["final"], by="id", limit=5)
     assert any("addresses" in w for w in by_id.warnings)
