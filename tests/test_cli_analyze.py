@@ -13,8 +13,9 @@ from click.testing import CliRunner
 from heapdb.cli import main
 from heapdb.loader.formats import snapbin
 from heapdb.loader.graph import EdgeKind, HeapGraph, csr_from_coo
+from tests.support.snapshots import LUAU_FIXTURES
 
-SHARED_LUAU = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "luau" / "luau-3-final.json"
+SHARED_LUAU = LUAU_FIXTURES / "luau-3-final.json"
 
 
 def run(*args: str) -> tuple[int, str]:

@@ -25,6 +25,7 @@ from heapdb.loader import analysis, formats, store
 from heapdb.loader.paths import describe_path, first_paths
 from heapdb.queries.catalog import ParameterError
 from heapdb.service.app import create_app
+from tests.support.snapshots import LUAU_FIXTURES
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +44,7 @@ def loaded(database: Database, leak_snapshots: dict[str, Path]):
         store.drop(database, tag)
 
 
-LUAU = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "luau"
+LUAU = LUAU_FIXTURES
 LUAU_FILES = {"baseline": "luau-1-baseline.json", "target": "luau-2-target.json", "final": "luau-3-final.json"}
 
 

@@ -11,9 +11,10 @@ import pytest
 from heapdb.loader.formats import heapsnapshot_export, luau, v8
 from heapdb.loader.formats.heapsnapshot_export import write_heapsnapshot
 from heapdb.loader.graph import EdgeKind, HeapGraph, StringTable, csr_from_coo
+from tests.support.snapshots import LUAU_FIXTURES
 from tests.support.v8_fixtures import leak_snapshot, leak_snapshots, memlab_oracle, node_tools  # noqa: F401
 
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "luau"
+FIXTURES = LUAU_FIXTURES
 
 ARRAYS = ("ids", "kind", "type", "name", "self_size", "edge_start", "edge_to", "edge_kind", "edge_name")
 

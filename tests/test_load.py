@@ -21,6 +21,7 @@ from heapdb.db import Database
 from heapdb.errors import NotFound
 from heapdb.loader import analysis, formats, store
 from heapdb.service.app import create_app
+from tests.support.snapshots import LUAU_FIXTURES
 
 
 def unique_tag(label: str) -> str:
@@ -225,9 +226,6 @@ def test_kill_9_mid_load_leaves_nothing_visible_and_the_next_load_cleans_up(
     assert "leftovers" in err
     assert database.read("MATCH (o:Object {sid: $sid}) WHERE o.id IS NOT NULL RETURN count(o) AS n", {"sid": sid})[0]["n"] == 0
     assert snapshot_row(database, tag)["object_count"] == formats.read_graph(leak_snapshot).node_count
-
-
-LUAU_FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "luau"
 
 
 def test_load_real_luau_dump(database: Database, tag: str) -> None:

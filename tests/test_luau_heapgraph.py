@@ -13,8 +13,9 @@ from heapdb.errors import FormatError
 from heapdb.loader.formats import luau
 from heapdb.loader.graph import EdgeKind
 from heapdb.loader.luau_heapgraph import heapgraph, heapgraph_files
+from tests.support.snapshots import LUAU_FIXTURES
 
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "luau"
+FIXTURES = LUAU_FIXTURES
 
 
 def s(data: str) -> dict:

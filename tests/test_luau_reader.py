@@ -15,8 +15,9 @@ from heapdb.errors import FormatError
 from heapdb.loader import formats
 from heapdb.loader.formats import luau
 from heapdb.loader.graph import EdgeKind, HeapGraph
+from tests.support.snapshots import LUAU_FIXTURES
 
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "luau"
+FIXTURES = LUAU_FIXTURES
 needs_fixtures = pytest.mark.skipif(
     not FIXTURES.is_dir(), reason=f"real Luau dumps not present at {FIXTURES} (they are not part of the repository)"
 )

@@ -14,7 +14,6 @@ import shutil
 import subprocess
 import uuid
 from collections import deque
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -25,36 +24,15 @@ from heapdb.answers import Questions, RetainerPath
 from heapdb.cli import main
 from heapdb.db import Database
 from heapdb.errors import NotFound
-from heapdb.loader import analysis, formats, store
-from heapdb.loader.analysis import Analysis
-from heapdb.loader.graph import EDGE_KIND_NAMES, HeapGraph
+from heapdb.loader import store
+from heapdb.loader.graph import EDGE_KIND_NAMES
 from heapdb.queries import catalog, docs
 from heapdb.queries.catalog import ParameterError
+from tests.support.snapshots import LUAU_FIXTURES, Loaded, load_snapshot
 
 REPO = Path(__file__).resolve().parent.parent
-LUAU_FIXTURE = REPO.parent / "shared" / "fixtures" / "luau" / "luau-3-final.json"
+LUAU_FIXTURE = LUAU_FIXTURES / "luau-3-final.json"
 LEAK_TYPES = ("LeakedItem", "LeakedBuffer", "LeakyCache")
-
-
-@dataclass
-class Loaded:
-    tag: str
-    graph: HeapGraph
-    result: Analysis
-
-    def index(self, object_id: int) -> int:
-        return int(np.flatnonzero(self.graph.ids == object_id)[0])
-
-    def id(self, node: int) -> int:
-        return int(self.graph.ids[node])
-
-
-def load_snapshot(database: Database, path: Path, label: str) -> Loaded:
-    graph = formats.read_graph(path)
-    result = analysis.analyze(graph)
-    tag = f"test-{label}-{uuid.uuid4().hex[:8]}"
-    store.load(database, store.LoadInput.from_analysis(graph, result), tag)
-    return Loaded(tag, graph, result)
 
 
 @pytest.fixture(scope="module")

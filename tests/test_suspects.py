@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import uuid
 from pathlib import Path
 
 import numpy as np
@@ -20,35 +19,28 @@ from fastapi.testclient import TestClient
 from heapdb.answers import Questions
 from heapdb.cli import main
 from heapdb.db import Database
-from heapdb.loader import analysis, formats, store
+from heapdb.loader import store
 from heapdb.queries.catalog import ParameterError
 from heapdb.service.app import create_app
+from tests.support.snapshots import LUAU_FIXTURES, load_snapshot
 
-LUAU_FINAL = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "luau" / "luau-3-final.json"
-
-
-def load(database: Database, path: Path, label: str):
-    tag = f"test-suspects-{label}-{uuid.uuid4().hex[:8]}"
-    result = CliRunner().invoke(main, ["load", str(path), "--tag", tag])
-    assert result.exit_code == 0, result.output
-    graph = formats.read_graph(path)
-    return tag, graph, analysis.analyze(graph)
+LUAU_FINAL = LUAU_FIXTURES / "luau-3-final.json"
 
 
 @pytest.fixture(scope="module")
 def v8(database: Database, leak_snapshot: Path):
-    loaded = load(database, leak_snapshot, "v8")
+    loaded = load_snapshot(database, leak_snapshot, "suspects-v8")
     yield loaded
-    store.drop(database, loaded[0])
+    store.drop(database, loaded.tag)
 
 
 @pytest.fixture(scope="module")
 def luau(database: Database):
     if not LUAU_FINAL.exists():
         pytest.skip(f"the Luau fixtures are not there ({LUAU_FINAL})")
-    loaded = load(database, LUAU_FINAL, "luau")
+    loaded = load_snapshot(database, LUAU_FINAL, "suspects-luau")
     yield loaded
-    store.drop(database, loaded[0])
+    store.drop(database, loaded.tag)
 
 
 def expected_suspects(graph, result, share: float, percent: int):
@@ -79,7 +71,7 @@ def expected_suspects(graph, result, share: float, percent: int):
 
 
 def check(database: Database, loaded, share: float, ratio: float = 0.8) -> None:
-    tag, graph, result = loaded
+    tag, graph, result = loaded.tag, loaded.graph, loaded.result
     answer = Questions(database).suspects(tag, share=share, ratio=ratio, limit=1000)
     expected, threshold, reachable_size = expected_suspects(graph, result, share, round(ratio * 100))
     assert (answer.min_retained, answer.reachable_size) == (threshold, reachable_size)
@@ -114,7 +106,7 @@ def test_suspects_on_luau(database: Database, luau) -> None:
 
 
 def test_suspects_on_the_command_line_and_rest(database: Database, v8) -> None:
-    tag = v8[0]
+    tag = v8.tag
     text = CliRunner().invoke(main, ["suspects", tag, "--share", "0.01"])
     assert text.exit_code == 0, text.output
     assert "leak suspects in" in text.stdout and f"heapdb why {tag}" in text.stdout
