@@ -187,7 +187,10 @@ def main() -> None:
     if args.v8_units:
         path = v8_file(workdir, args.v8_units)
         ours_out, theirs_out = workdir / "heapdb-results.npy", workdir / "memlab-results.bin"
-        row = {"input": f"Node leak.js, {args.v8_units} units", "size_mib": os.path.getsize(path) / 2**20}
+        row: dict[str, Any] = {
+            "input": f"Node leak.js, {args.v8_units} units",
+            "size_mib": os.path.getsize(path) / 2**20,
+        }
         row["heapdb"] = best_of(args.repeat, measure_heapdb, path, ours_out)
         row["memlab"] = best_of(args.repeat, measure_memlab, path, theirs_out)
         row["identical_to_memlab"] = same_results(ours_out, theirs_out)

@@ -45,9 +45,12 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from heapdb import answers, db
+from heapdb import db
+from heapdb.errors import ParameterError
 from heapdb.loader import analysis, formats, store
-from heapdb.queries.catalog import ParameterError
+from heapdb.queries import params
+from heapdb.queries.questions import Questions
+from heapdb.queries.results import Diff
 
 REPO = Path(__file__).resolve().parent.parent
 MEMLAB = REPO / "tests" / "js" / "node_modules" / ".bin" / "memlab"
@@ -66,13 +69,15 @@ def summary(seconds: list[float]) -> dict[str, float]:
     return {"runs": len(seconds), "p50_s": round(statistics.median(seconds), 3), "max_s": round(max(seconds), 3)}
 
 
-def neo4j_diff(questions: answers.Questions, before: str, after: str, by: str, repeat: int, limit: int) -> dict[str, Any] | None:
+def neo4j_diff(
+    questions: Questions, before: str, after: str, by: str, repeat: int, limit: int
+) -> dict[str, Any] | None:
     """The first call and ``repeat`` more of ``Questions.diff``; ``None`` if ``by`` is not supported."""
     try:
-        first_s, answer = timed(lambda: questions.diff(before, after, by=by, limit=limit))
+        first_s, answer = timed(lambda: questions.diff(before, after, params.Diff(by=by, limit=limit)))
     except ParameterError:
         return None
-    runs = [timed(lambda: questions.diff(before, after, by=by, limit=limit))[0] for _ in range(repeat)]
+    runs = [timed(lambda: questions.diff(before, after, params.Diff(by=by, limit=limit)))[0] for _ in range(repeat)]
     return {"first_s": round(first_s, 3), "repeat": summary(runs), "answer": answer}
 
 
@@ -109,22 +114,29 @@ def in_process_diff(before: Path, after: Path) -> tuple[dict[str, float], dict[s
         t, rows = timed(data.path_groups)
         seconds["group_path"] += t
         paths.append(rows)
-    t, by_type = timed(lambda: merge(*types, key_width=1))
+    t, by_type = timed(lambda: merge(types[0], types[1], key_width=1))
     seconds["group_type"] += t
-    t, by_path = timed(lambda: merge(*paths, key_width=3))
+    t, by_path = timed(lambda: merge(paths[0], paths[1], key_width=3))
     seconds["group_path"] += t
     seconds["type_total"] = seconds["read"] + seconds["analyse"] + seconds["group_type"]
     seconds["path_total"] = seconds["read"] + seconds["analyse"] + seconds["first_paths"] + seconds["group_path"]
     return seconds, {"type": by_type, "path": by_path}
 
 
-def check(answer: answers.Diff, groups: dict[Any, dict[str, Any]]) -> int:
+def check(answer: Diff, groups: dict[Any, dict[str, Any]]) -> int:
     """Assert every row Neo4j answered equals a group computed in process; return the rows checked."""
     expected: dict[str, list[tuple[int, ...]]] = {}
     for entry in groups.values():
         expected.setdefault(entry["label"], []).append(tuple(v for f in FIGURES for v in entry[f]))
     for change in answer.changes:
-        got = (change.count_before, change.count_after, change.size_before, change.size_after, change.retained_before, change.retained_after)
+        got = (
+            change.count_before,
+            change.count_after,
+            change.size_before,
+            change.size_after,
+            change.retained_before,
+            change.retained_after,
+        )
         assert got in expected.get(change.label, []), (change.label, got, expected.get(change.label))
     deltas = [c.size_delta for c in answer.changes]
     assert deltas == sorted(deltas, reverse=True)
@@ -142,12 +154,27 @@ def memlab_find_leaks(before: Path, after: Path, timeout: float, trace_all: bool
         return {"error": f"{MEMLAB} is missing (npm ci in tests/js)"}
     work = Path(tempfile.mkdtemp(prefix="heapdb-memlab-diff-"))
     try:
-        command = [str(MEMLAB), "find-leaks", "--baseline", str(before), "--target", str(after), "--final", str(after), "--work-dir", str(work)]
+        command = [
+            str(MEMLAB),
+            "find-leaks",
+            "--baseline",
+            str(before),
+            "--target",
+            str(after),
+            "--final",
+            str(after),
+            "--work-dir",
+            str(work),
+        ]
         if trace_all:
             command.append("--trace-all-objects")
         environment = {**os.environ, "PUPPETEER_SKIP_DOWNLOAD": "1", "NODE_OPTIONS": "--max-old-space-size=16384"}
         try:
-            seconds, done = timed(lambda: subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=environment, check=False))
+            seconds, done = timed(
+                lambda: subprocess.run(
+                    command, capture_output=True, text=True, timeout=timeout, env=environment, check=False
+                )
+            )
         except subprocess.TimeoutExpired:
             return {"error": f"timed out after {timeout:.0f} s"}
         output = done.stdout + done.stderr
@@ -171,8 +198,12 @@ def main() -> None:
     parser.add_argument("--before-tag", required=True)
     parser.add_argument("--after-tag", required=True)
     parser.add_argument("--repeat", type=int, default=10, help="timed Neo4j calls after the first, by type and by path")
-    parser.add_argument("--object-repeat", type=int, default=5, help="the same by object (a scan of every object: slow)")
-    parser.add_argument("--timeout", type=float, default=600, help="seconds per Neo4j query (the product's default is 30)")
+    parser.add_argument(
+        "--object-repeat", type=int, default=5, help="the same by object (a scan of every object: slow)"
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=600, help="seconds per Neo4j query (the product's default is 30)"
+    )
     parser.add_argument("--in-process-repeat", type=int, default=3)
     parser.add_argument("--limit", type=int, default=50, help="rows per diff")
     parser.add_argument("--memlab", action="store_true", help="also time memlab find-leaks on the pair")
@@ -180,12 +211,17 @@ def main() -> None:
     parser.add_argument("--json", dest="json_out", type=Path, help="also write the figures here")
     args = parser.parse_args()
 
-    figures: dict[str, Any] = {"before": str(args.before), "after": str(args.after), "limit": args.limit, "load_average": [os.getloadavg()]}
+    figures: dict[str, Any] = {
+        "before": str(args.before),
+        "after": str(args.after),
+        "limit": args.limit,
+        "load_average": [os.getloadavg()],
+    }
     with db.connect() as database:
-        questions = answers.Questions(database, timeout=args.timeout)
+        questions = Questions(database, timeout=args.timeout)
         for tag in (args.before_tag, args.after_tag):
             snapshot = questions.snapshot(tag)
-            figures.setdefault("objects", []).append(snapshot["object_count"])
+            figures.setdefault("objects", []).append(snapshot.object_count)
         neo4j: dict[str, Any] = {}
         for by in ("type", "path", "object"):
             repeat = args.object_repeat if by == "object" else args.repeat
@@ -200,7 +236,10 @@ def main() -> None:
         in_process_runs.append(seconds)
         figures["load_average"].append(os.getloadavg())
     figures["in_process"] = {
-        stage: {"first_s": round(in_process_runs[0][stage], 2), "p50_s": round(statistics.median(r[stage] for r in in_process_runs), 2)}
+        stage: {
+            "first_s": round(in_process_runs[0][stage], 2),
+            "p50_s": round(statistics.median(r[stage] for r in in_process_runs), 2),
+        }
         for stage in in_process_runs[0]
     }
     figures["groups"] = {by: len(g) for by, g in groups.items()}
@@ -210,7 +249,11 @@ def main() -> None:
     figures["top_growth"] = [{"label": c.label, "count_delta": c.count_delta, "size_delta": c.size_delta} for c in top]
     if "object" in neo4j:
         total = neo4j["object"]["answer"].total
-        figures["object_total"] = {"new_count": total.new_count, "survived_count": total.survived_count, "freed_count": total.freed_count}
+        figures["object_total"] = {
+            "new_count": total.new_count,
+            "survived_count": total.survived_count,
+            "freed_count": total.freed_count,
+        }
     if args.memlab:
         for trace_all in (False, True):
             label = "memlab_find_leaks" + ("_trace_all" if trace_all else "")

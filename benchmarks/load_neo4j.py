@@ -27,6 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import neo4j
 import numpy as np
 
 from benchmarks.synth import parse_count, synth_graph
@@ -42,8 +43,14 @@ def write_csvs(graph: HeapGraph, result: analysis.Analysis, directory: Path, adm
     types = [graph.strings[t] for t in graph.type.tolist()]
     with open(nodes, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow([":ID", "sid:long", "id:long", "type", "self_size:long", "retained_size:long", "distance:long"] if admin_headers else ["id", "type", "self_size", "retained_size", "distance"])
-        for i, t, s, r, d in zip(ids, types, graph.self_size.tolist(), result.retained_size.tolist(), result.distance.tolist()):
+        w.writerow(
+            [":ID", "sid:long", "id:long", "type", "self_size:long", "retained_size:long", "distance:long"]
+            if admin_headers
+            else ["id", "type", "self_size", "retained_size", "distance"]
+        )
+        for i, t, s, r, d in zip(
+            ids, types, graph.self_size.tolist(), result.retained_size.tolist(), result.distance.tolist()
+        ):
             w.writerow([i, 1, i, t, s, r, d] if admin_headers else [i, t, s, r, d])
     sources = graph.ids[graph.edge_sources()].tolist()
     targets = graph.ids[graph.edge_to].tolist()
@@ -72,23 +79,34 @@ def bench_internal_ids(database: db.Database, data: store.LoadInput) -> float:
     started = time.monotonic()
     internal = np.empty(g.node_count, dtype=np.int64)
     ranks = data.top_ranks()
+    create = store.CREATE_OBJECTS.replace("SET o.detached = true)", "SET o.detached = true) RETURN id(o)")
+    statement = "UNWIND $rows AS r MATCH (a) WHERE id(a) = r[0] MATCH (b) WHERE id(b) = r[1] CREATE (a)-[:REF {kind: r[2]}]->(b)"
+
+    # The batch is an argument of the transaction function (execute_write passes it on, retries too),
+    # not a variable of the loop that a closure would read late.
+    def create_objects(tx: neo4j.ManagedTransaction, rows: list[list[object]]) -> list[int]:
+        return [r[0] for r in tx.run(create, rows=rows, sid=sid)]
+
+    def create_references(tx: neo4j.ManagedTransaction, rows: list[list[object]]) -> None:
+        tx.run(statement, rows=rows).consume()
+
     for lo in range(0, g.node_count, store.DEFAULT_BATCH):
         hi = min(g.node_count, lo + store.DEFAULT_BATCH)
-        rows = store._node_rows(data, ranks, lo, hi)
         with database.session() as session:
-            ids = session.execute_write(
-                lambda tx: [r[0] for r in tx.run(store.CREATE_OBJECTS.replace("SET o.detached = true)", "SET o.detached = true) RETURN id(o)"), rows=rows, sid=sid)]
-            )
-        internal[lo:hi] = ids
+            internal[lo:hi] = session.execute_write(create_objects, store.node_rows(data, ranks, lo, hi))
     sources = g.edge_sources()
-    statement = "UNWIND $rows AS r MATCH (a) WHERE id(a) = r[0] MATCH (b) WHERE id(b) = r[1] CREATE (a)-[:REF {kind: r[2]}]->(b)"
     for lo in range(0, g.edge_count, store.DEFAULT_BATCH):
         hi = min(g.edge_count, lo + store.DEFAULT_BATCH)
-        rows = [[a, b, EDGE_KIND_NAMES[k]] for a, b, k in zip(internal[sources[lo:hi]].tolist(), internal[g.edge_to[lo:hi]].tolist(), g.edge_kind[lo:hi].tolist())]
+        rows = [
+            [a, b, EDGE_KIND_NAMES[k]]
+            for a, b, k in zip(
+                internal[sources[lo:hi]].tolist(), internal[g.edge_to[lo:hi]].tolist(), g.edge_kind[lo:hi].tolist()
+            )
+        ]
         with database.session() as session:
-            session.execute_write(lambda tx: tx.run(statement, rows=rows).consume())
+            session.execute_write(create_references, rows)
     elapsed = time.monotonic() - started
-    store._delete_objects(database, sid)
+    store.delete_objects(database, sid)
     return elapsed
 
 
@@ -113,7 +131,7 @@ def bench_load_csv(database: db.Database, graph: HeapGraph, result: analysis.Ana
                 sid=sid,
             ).consume()
     elapsed = time.monotonic() - started
-    store._delete_objects(database, sid)
+    store.delete_objects(database, sid)
     nodes.unlink()
     refs.unlink()
     return elapsed
@@ -126,7 +144,9 @@ def bench_admin_import(graph: HeapGraph, result: analysis.Analysis, workdir: Pat
     csv_seconds = time.monotonic() - started
     home = workdir / "admin-home"
     (home / "conf").mkdir(parents=True, exist_ok=True)
-    (home / "conf" / "neo4j.conf").write_text(f"server.directories.data={home / 'data'}\nserver.directories.logs={home / 'logs'}\n")
+    (home / "conf" / "neo4j.conf").write_text(
+        f"server.directories.data={home / 'data'}\nserver.directories.logs={home / 'logs'}\n"
+    )
     env = {**os.environ, "NEO4J_HOME": str(home), "NEO4J_CONF": str(home / "conf")}
     command = [
         neo4j_server.java_executable(),
@@ -153,14 +173,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--objects", type=parse_count, default=1_000_000)
     parser.add_argument("--references", type=parse_count, default=4_000_000)
-    parser.add_argument("--only", nargs="*", default=["unwind", "unwind-internal-ids", "load-csv", "load-csv-concurrent", "neo4j-admin"])
+    parser.add_argument(
+        "--only", nargs="*", default=["unwind", "unwind-internal-ids", "load-csv", "load-csv-concurrent", "neo4j-admin"]
+    )
     args = parser.parse_args()
 
     graph = synth_graph(args.objects, args.references, seed=0)
     result = analysis.analyze(graph)
     data = store.LoadInput.from_analysis(graph, result)
     rows = graph.node_count + graph.edge_count
-    print(f"heap: {graph.node_count:,} objects, {graph.edge_count:,} references; Neo4j {neo4j_server.NEO4J_VERSION}, {os.cpu_count()} cores")
+    print(
+        f"heap: {graph.node_count:,} objects, {graph.edge_count:,} references; Neo4j {neo4j_server.NEO4J_VERSION}, {os.cpu_count()} cores"
+    )
 
     figures: list[tuple[str, float, str]] = []
     with db.connect() as database, tempfile.TemporaryDirectory(prefix="heapdb-bench-") as tmp:
@@ -172,7 +196,13 @@ def main() -> None:
                 store.drop(database, tag)
                 # Only objects and references, as for the others; the dominator tree comes on top.
                 seconds = report.seconds["objects"] + report.seconds["references"]
-                figures.append((name, seconds, f"objects and references; the dominator tree took {report.seconds['dominators']:.1f} s more"))
+                figures.append(
+                    (
+                        name,
+                        seconds,
+                        f"objects and references; the dominator tree took {report.seconds['dominators']:.1f} s more",
+                    )
+                )
             elif name == "unwind-internal-ids":
                 seconds = bench_internal_ids(database, data)
                 figures.append((name, seconds, "objects and references, one writer, ends by deprecated id()"))
@@ -181,7 +211,9 @@ def main() -> None:
                 figures.append((name, seconds, "objects and references (CSV written beforehand, not counted)"))
             elif name == "neo4j-admin":
                 csv_seconds, seconds = bench_admin_import(graph, result, Path(tmp))
-                figures.append((name, seconds, f"offline, into a scratch database; writing its CSVs took {csv_seconds:.1f} s more"))
+                figures.append(
+                    (name, seconds, f"offline, into a scratch database; writing its CSVs took {csv_seconds:.1f} s more")
+                )
             print(f"  {name}: {seconds:.1f} s", flush=True)
         shutil.rmtree(Path(tmp) / "admin-home", ignore_errors=True)
 

@@ -60,10 +60,16 @@ def request_mix(tag: str, ids: np.ndarray, rng: random.Random) -> tuple[str, str
         return "why", f"/api/snapshots/{tag}/objects/{int(ids[rng.randrange(ids.size)])}/why", {}
     if roll < 0.8:
         return "top", f"/api/snapshots/{tag}/top", {"limit": rng.choice([10, 20, 50])}
-    return "types", f"/api/snapshots/{tag}/types", {"sort": rng.choice(["self_size", "count", "retained_size"]), "limit": 50}
+    return (
+        "types",
+        f"/api/snapshots/{tag}/types",
+        {"sort": rng.choice(["self_size", "count", "retained_size"]), "limit": 50},
+    )
 
 
-def client_loop(base: str, tag: str, ids: np.ndarray, phase: Phase, t0: float, deadline: float, budget: list[int], seed: int) -> None:
+def client_loop(
+    base: str, tag: str, ids: np.ndarray, phase: Phase, t0: float, deadline: float, budget: list[int], seed: int
+) -> None:
     rng = random.Random(seed)
     with httpx.Client(base_url=base, timeout=10.0) as http:
         while time.monotonic() < deadline:
@@ -91,13 +97,20 @@ def client_loop(base: str, tag: str, ids: np.ndarray, phase: Phase, t0: float, d
                 time.sleep(0.05)  # a client that sees 503 backs off a little, as real ones do
 
 
-def run_phase(base: str, tag: str, ids: np.ndarray, clients: int, seconds: float, max_requests: int, during=None, seed: int = 0) -> Phase:
+def run_phase(
+    base: str, tag: str, ids: np.ndarray, clients: int, seconds: float, max_requests: int, during=None, seed: int = 0
+) -> Phase:
     """``clients`` threads asking back to back; ``seed`` sets their draws apart from other phases'."""
     phase = Phase()
     t0 = time.monotonic()
     deadline = t0 + seconds
     budget = [max_requests]
-    threads = [threading.Thread(target=client_loop, args=(base, tag, ids, phase, t0, deadline, budget, seed * 1000 + i), daemon=True) for i in range(clients)]
+    threads = [
+        threading.Thread(
+            target=client_loop, args=(base, tag, ids, phase, t0, deadline, budget, seed * 1000 + i), daemon=True
+        )
+        for i in range(clients)
+    ]
     for t in threads:
         t.start()
     if during is not None:
@@ -120,11 +133,19 @@ def report(phase: Phase, seconds: float) -> dict:
         "status": dict(Counter(r.status for r in phase.records)),
         "non_200": sum(1 for r in phase.records if r.status != 200),
         "non_200_without_json_error": sum(1 for r in phase.records if r.status not in (0, 200) and not r.json_error),
-        "ms_200": {"p50": round(percentile([r.ms for r in ok], 50), 1), "p99": round(percentile([r.ms for r in ok], 99), 1), "max": round(max((r.ms for r in ok), default=0), 1)},
+        "ms_200": {
+            "p50": round(percentile([r.ms for r in ok], 50), 1),
+            "p99": round(percentile([r.ms for r in ok], 99), 1),
+            "max": round(max((r.ms for r in ok), default=0), 1),
+        },
     }
     for kind in ("why", "top", "types"):
         times = [r.ms for r in ok if r.kind == kind]
-        out[f"ms_200_{kind}"] = {"count": len(times), "p50": round(percentile(times, 50), 1), "p99": round(percentile(times, 99), 1)}
+        out[f"ms_200_{kind}"] = {
+            "count": len(times),
+            "p50": round(percentile(times, 50), 1),
+            "p99": round(percentile(times, 99), 1),
+        }
     return out
 
 
@@ -134,9 +155,13 @@ def warm_page_cache(tag: str) -> float:
 
     started = time.monotonic()
     with db.connect(start_managed=False) as database:
-        sid = database.read("MATCH (s:Snapshot {tag: $tag, status: 'ready'}) RETURN s.sid AS sid", {"tag": tag})[0]["sid"]
+        sid = database.read("MATCH (s:Snapshot {tag: $tag, status: 'ready'}) RETURN s.sid AS sid", {"tag": tag})[0][
+            "sid"
+        ]
         database.read("MATCH (o:Object {sid: $sid}) RETURN count(properties(o)) AS n", {"sid": sid}, timeout=600)
-        database.read("MATCH (o:Object {sid: $sid})-[r]->() RETURN count(properties(r)) AS n", {"sid": sid}, timeout=600)
+        database.read(
+            "MATCH (o:Object {sid: $sid})-[r]->() RETURN count(properties(r)) AS n", {"sid": sid}, timeout=600
+        )
     return round(time.monotonic() - started, 1)
 
 
@@ -153,9 +178,18 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--max-requests", type=int, default=200_000)
-    parser.add_argument("--outage-seconds", type=float, default=120, help="length of phase 2: Neo4j stops after 15 s, starts 15 s after it stopped (0: skip it)")
+    parser.add_argument(
+        "--outage-seconds",
+        type=float,
+        default=120,
+        help="length of phase 2: Neo4j stops after 15 s, starts 15 s after it stopped (0: skip it)",
+    )
     parser.add_argument("--json", dest="json_out")
-    parser.add_argument("--service-log", default="/tmp/heapdb-service-load.log", help="where the service's own log goes (errors, tracebacks)")
+    parser.add_argument(
+        "--service-log",
+        default="/tmp/heapdb-service-load.log",
+        help="where the service's own log goes (errors, tracebacks)",
+    )
     args = parser.parse_args()
     if not os.environ.get("XDG_DATA_HOME", "").startswith("/tmp"):
         sys.exit("set XDG_DATA_HOME/XDG_CONFIG_HOME to a private managed instance under /tmp: phase 2 stops its Neo4j")
@@ -172,7 +206,8 @@ def main() -> None:
     service_log = open(args.service_log, "w")  # noqa: SIM115 (open for the service's whole life)
     server = subprocess.Popen(
         [sys.executable, "-m", "heapdb", "serve", "--host", "127.0.0.1", "--port", str(port)],
-        stdout=service_log, stderr=subprocess.STDOUT,
+        stdout=service_log,
+        stderr=subprocess.STDOUT,
     )
     figures: dict[str, object] = {"clients": args.clients, "seconds": args.seconds}
     try:
@@ -218,23 +253,31 @@ def main() -> None:
                 heapdb_cli("neo4j", "start", "--timeout", "300")
                 events["started"] = time.monotonic() - t0
 
-            down = run_phase(base, args.tag, ids, args.clients, args.outage_seconds, args.max_requests, during=outage, seed=3)
+            down = run_phase(
+                base, args.tag, ids, args.clients, args.outage_seconds, args.max_requests, during=outage, seed=3
+            )
             by_second: dict[int, Counter] = {}
             for r in down.records:
                 by_second.setdefault(int(r.started), Counter())[r.status] += 1
             after = [r for r in down.records if r.started > events.get("started", 1e9)]
             first_ok = min((r.started for r in after if r.status == 200), default=None)
             last_bad = max((r.started for r in down.records if r.status != 200), default=None)
-            figures["outage"] = {
+            outage_figures = figures["outage"] = {
                 "events_s": {k: round(v, 1) for k, v in events.items()},
                 **report(down, args.outage_seconds),
-                "statuses_while_down": dict(Counter(r.status for r in down.records if events.get("stop_begin", 0) <= r.started <= events.get("started", 0))),
+                "statuses_while_down": dict(
+                    Counter(
+                        r.status
+                        for r in down.records
+                        if events.get("stop_begin", 0) <= r.started <= events.get("started", 0)
+                    )
+                ),
                 "first_200_after_start_s": None if first_ok is None else round(first_ok - events["started"], 2),
                 "last_non_200_s": None if last_bad is None else round(last_bad, 1),
                 "non_200_after_start": sum(1 for r in after if r.status != 200),
                 "timeline": {s: dict(c) for s, c in sorted(by_second.items())},
             }
-            print(json.dumps({k: v for k, v in figures["outage"].items() if k != "timeline"}, indent=2), flush=True)
+            print(json.dumps({k: v for k, v in outage_figures.items() if k != "timeline"}, indent=2), flush=True)
     finally:
         server.terminate()
         try:
@@ -248,7 +291,9 @@ def main() -> None:
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump(figures, f, indent=2)
-    print(f"median of per-second request counts in phase 1: {statistics.median(Counter(int(r.started) for r in steady.records).values())}")
+    print(
+        f"median of per-second request counts in phase 1: {statistics.median(Counter(int(r.started) for r in steady.records).values())}"
+    )
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ import numpy as np
 OUT = Path(__file__).resolve().parent / "out"
 
 
-def synthetic_graph(objects: int, refs_per_object: int, sparse_ids: bool, seed: int = 1):  # type: ignore[no-untyped-def]
+def synthetic_graph(objects: int, refs_per_object: int, sparse_ids: bool, seed: int = 1):
     """A random heap: ``objects`` nodes plus a root, ``objects * refs_per_object`` edges of mixed kinds."""
     from heapdb.loader.graph import HeapGraph, csr_from_coo
 
@@ -49,11 +49,18 @@ def synthetic_graph(objects: int, refs_per_object: int, sparse_ids: bool, seed: 
     else:  # V8-like odd counters
         ids = np.arange(n, dtype=np.int64) * 2 + 1
     graph = HeapGraph(
-        ids=ids.astype(np.int64), kind=rng.integers(0, 4, n).astype(np.uint8),
-        type=rng.integers(2001, 2501, n).astype(np.int32), name=np.zeros(n, np.int32),
-        self_size=rng.integers(16, 256, n).astype(np.int64), edge_start=edge_start, edge_to=edge_to,
-        edge_kind=edge_kind, edge_name=edge_name, strings=strings,
-        node_kinds=["object", "array", "string", "closure"], root=n - 1,
+        ids=ids.astype(np.int64),
+        kind=rng.integers(0, 4, n).astype(np.uint8),
+        type=rng.integers(2001, 2501, n).astype(np.int32),
+        name=np.zeros(n, np.int32),
+        self_size=rng.integers(16, 256, n).astype(np.int64),
+        edge_start=edge_start,
+        edge_to=edge_to,
+        edge_kind=edge_kind,
+        edge_name=edge_name,
+        strings=strings,
+        node_kinds=["object", "array", "string", "closure"],
+        root=n - 1,
     )
     graph.validate()
     return graph
@@ -102,13 +109,19 @@ def phase(args: argparse.Namespace) -> dict[str, float]:
         start = time.perf_counter()
         write_graph(graph, path, compress=args.compress)
         seconds = time.perf_counter() - start
-        return {"seconds": seconds, "objects": graph.node_count, "refs": graph.edge_count,
-                "bytes": path.stat().st_size, "before_mb": before, "peak_mb": peak_mb()}
+        return {
+            "seconds": seconds,
+            "objects": graph.node_count,
+            "refs": graph.edge_count,
+            "bytes": path.stat().st_size,
+            "before_mb": before,
+            "peak_mb": peak_mb(),
+        }
     if args.phase == "read_graph":
         # Import numba and load the id-index kernels first (formats.detect imports them anyway for
         # the V8 reader), so the figure is the reading itself.
         start = time.perf_counter()
-        from heapdb.loader.formats.snapbin_ids import IdIndex
+        from heapdb.loader.formats.snapbin.ids import IdIndex
 
         IdIndex(np.arange(3)).lookup(np.arange(3), np.empty(3, np.int32))
         warmup = time.perf_counter() - start
@@ -119,9 +132,16 @@ def phase(args: argparse.Namespace) -> dict[str, float]:
         peak = peak_mb()
         start = time.perf_counter()
         graph.validate()  # read_graph ends with it; timed again alone to show its share
-        return {"seconds": seconds, "objects": graph.node_count, "refs": graph.edge_count,
-                "bytes": path.stat().st_size, "before_mb": before, "peak_mb": peak,
-                "validate_seconds": time.perf_counter() - start, "warmup_seconds": warmup}
+        return {
+            "seconds": seconds,
+            "objects": graph.node_count,
+            "refs": graph.edge_count,
+            "bytes": path.stat().st_size,
+            "before_mb": before,
+            "peak_mb": peak,
+            "validate_seconds": time.perf_counter() - start,
+            "warmup_seconds": warmup,
+        }
     if args.phase == "iter_records":
         before = reset_peak()
         start = time.perf_counter()
@@ -131,8 +151,14 @@ def phase(args: argparse.Namespace) -> dict[str, float]:
                 objects += record.id.shape[0]
                 refs += record.ref_target.shape[0]
         seconds = time.perf_counter() - start
-        return {"seconds": seconds, "objects": objects, "refs": refs, "bytes": path.stat().st_size,
-                "before_mb": before, "peak_mb": peak_mb()}
+        return {
+            "seconds": seconds,
+            "objects": objects,
+            "refs": refs,
+            "bytes": path.stat().st_size,
+            "before_mb": before,
+            "peak_mb": peak_mb(),
+        }
     # add_object: the per-object API, refs to random earlier or later ids.
     rng = np.random.default_rng(2)
     n = args.api_objects
@@ -146,13 +172,31 @@ def phase(args: argparse.Namespace) -> dict[str, float]:
             w.add_object(2 * i + 1, types[i % 500], 64, [(t, prop, "field") for t in targets[i]])
         w.add_root("stack", "main", 1)
     seconds = time.perf_counter() - start
-    return {"seconds": seconds, "objects": n, "refs": n * args.refs_per_object, "bytes": path.stat().st_size,
-            "before_mb": before, "peak_mb": peak_mb()}
+    return {
+        "seconds": seconds,
+        "objects": n,
+        "refs": n * args.refs_per_object,
+        "bytes": path.stat().st_size,
+        "before_mb": before,
+        "peak_mb": peak_mb(),
+    }
 
 
 def measure(name: str, args: argparse.Namespace, path: Path, compress: bool) -> dict[str, float]:
-    cmd = [sys.executable, __file__, "--phase", name, "--path", str(path), "--objects", str(args.objects),
-           "--refs-per-object", str(args.refs_per_object), "--api-objects", str(args.api_objects)]
+    cmd = [
+        sys.executable,
+        __file__,
+        "--phase",
+        name,
+        "--path",
+        str(path),
+        "--objects",
+        str(args.objects),
+        "--refs-per-object",
+        str(args.refs_per_object),
+        "--api-objects",
+        str(args.api_objects),
+    ]
     cmd += ["--compress"] if compress else []
     cmd += ["--sparse-ids"] if args.sparse_ids else []
     runs = []
@@ -178,9 +222,11 @@ def main() -> None:
         return
 
     OUT.mkdir(exist_ok=True)
-    print(f"{args.objects:,} objects, {args.objects * args.refs_per_object:,} refs, "
-          f"{'sparse' if args.sparse_ids else 'dense'} ids; Python {sys.version.split()[0]}, {os.cpu_count()} cores; "
-          f"best of {args.repeat} runs")
+    print(
+        f"{args.objects:,} objects, {args.objects * args.refs_per_object:,} refs, "
+        f"{'sparse' if args.sparse_ids else 'dense'} ids; Python {sys.version.split()[0]}, {os.cpu_count()} cores; "
+        f"best of {args.repeat} runs"
+    )
     print("| step | codec | file MB | seconds | MB/s (file) | objects/s | refs/s | peak RSS MB (before) | note |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---|")
     for compress in (False, True):
@@ -188,8 +234,12 @@ def main() -> None:
         path = OUT / f"throughput-{codec}.snapbin"
         for name in ("write_graph", "read_graph", "iter_records"):
             r = measure(name, args, path, compress)
-            note = (f"of which HeapGraph.validate() {r['validate_seconds']:.2f} s; numba import and kernel load "
-                    f"before it {r['warmup_seconds']:.2f} s" if "validate_seconds" in r else "")
+            note = (
+                f"of which HeapGraph.validate() {r['validate_seconds']:.2f} s; numba import and kernel load "
+                f"before it {r['warmup_seconds']:.2f} s"
+                if "validate_seconds" in r
+                else ""
+            )
             print(row(name, codec, r, note), flush=True)
         r = measure("add_object", args, OUT / f"api-{codec}.snapbin", compress)
         print(row(f"add_object ({r['objects']:,.0f} objects)", codec, r), flush=True)
@@ -197,9 +247,11 @@ def main() -> None:
 
 def row(step: str, codec: str, r: dict[str, float], note: str = "") -> str:
     mb = r["bytes"] / 1e6
-    return (f"| {step} | {codec} | {mb:.1f} | {r['seconds']:.2f} | {mb / r['seconds']:.0f} "
-            f"| {r['objects'] / r['seconds'] / 1e6:.2f} M | {r['refs'] / r['seconds'] / 1e6:.2f} M "
-            f"| {r['peak_mb']:.0f} ({r['before_mb']:.0f}) | {note} |")
+    return (
+        f"| {step} | {codec} | {mb:.1f} | {r['seconds']:.2f} | {mb / r['seconds']:.0f} "
+        f"| {r['objects'] / r['seconds'] / 1e6:.2f} M | {r['refs'] / r['seconds'] / 1e6:.2f} M "
+        f"| {r['peak_mb']:.0f} ({r['before_mb']:.0f}) | {note} |"
+    )
 
 
 if __name__ == "__main__":

@@ -84,8 +84,11 @@ def synth_graph(objects: int, references: int, *, seed: int = 0, roots: int | No
     dst = np.concatenate([tree_dst, extra_dst, [group], held])
     del tree_dst, extra_src, extra_dst
     kind = np.concatenate(
-        [np.full(tree_src.shape[0], EdgeKind.REFERENCE, np.uint8), extra_kind,
-         np.full(1 + held.shape[0], EdgeKind.REFERENCE, np.uint8)]
+        [
+            np.full(tree_src.shape[0], EdgeKind.REFERENCE, np.uint8),
+            extra_kind,
+            np.full(1 + held.shape[0], EdgeKind.REFERENCE, np.uint8),
+        ]
     )
     del tree_src, extra_kind
     strings = ["", "ref", "(root)", "(global roots)", *(f"Type{i}" for i in range(TYPE_NAMES))]

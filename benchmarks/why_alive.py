@@ -1,4 +1,4 @@
-"""Why-alive latency: the stored shortestPath query in Neo4j against an in-process breadth-first search.
+"""Why-alive latency: the stored why-alive query (following :FIRST back to the root) in Neo4j against an in-process breadth-first search.
 
 Prepare once (a ~214 MB Node snapshot, 2.5M objects, 8.4M references; the load takes minutes)::
 
@@ -11,7 +11,7 @@ then::
 
 Two samples of objects the root reaches: uniform (what people typically ask about) and stratified by
 distance from the root (every depth equally often, so the deep chains are well represented). Each object's question is asked once to warm Neo4j's page cache, then timed
-``--repeat`` times (``Questions.why_alive``, k=1: the object lookup plus the shortestPath query, over
+``--repeat`` times (``Questions.why_alive``, k=1: the snapshot and object lookups plus the why-alive query, over
 Bolt on loopback). The floor is a breadth-first search from the root over the same retaining edges,
 in process on numpy arrays (numba), stopping at the object and rebuilding the path. Every path's
 length is checked against the analysis' distance.
@@ -27,8 +27,9 @@ import time
 import numpy as np
 from numba import njit
 
-from heapdb import answers, db
+from heapdb import db
 from heapdb.loader import analysis, formats
+from heapdb.queries.questions import Questions
 
 
 @njit(cache=True)
@@ -113,15 +114,21 @@ def main() -> None:
     parent = np.full(graph.node_count, -1, dtype=np.int32)
     bfs_path(result.root, result.root, graph.edge_start, graph.edge_to, result.retaining, parent)  # compile
 
-    figures: dict[str, object] = {"snapshot": args.snapshot, "objects": graph.node_count, "references": graph.edge_count, "repeat": args.repeat}
+    figures: dict[str, object] = {
+        "snapshot": args.snapshot,
+        "objects": graph.node_count,
+        "references": graph.edge_count,
+        "repeat": args.repeat,
+    }
     with db.connect() as database:
-        questions = answers.Questions(database)
+        questions = Questions(database)
         snapshot = questions.snapshot(args.tag)
-        assert snapshot["object_count"] == graph.node_count, "the tag holds a different snapshot"
+        assert snapshot.object_count == graph.node_count, "the tag holds a different snapshot"
         for label, sample in samples.items():
             for node in sample.tolist():
                 questions.why_alive(args.tag, int(graph.ids[node]))  # warm-up
-            floor_ms, neo_ms, lengths, by_length = [], [], [], {}
+            floor_ms, neo_ms, lengths = [], [], []
+            by_length: dict[int, list[float]] = {}
             for node in sample.tolist():
                 object_id = int(graph.ids[node])
                 for _ in range(args.repeat):
@@ -133,14 +140,20 @@ def main() -> None:
                     elapsed = (time.perf_counter() - started) * 1000
                     neo_ms.append(elapsed)
                     by_length.setdefault(min(length // 10 * 10, 60), []).append(elapsed)
-                assert length == result.distance[node] == answer.paths[0].length, (object_id, length, answer.paths[0].length)
+                assert length == result.distance[node] == answer.paths[0].length, (
+                    object_id,
+                    length,
+                    answer.paths[0].length,
+                )
                 lengths.append(length)
             figures[label] = {
                 "samples": len(sample),
                 "path_length": {"min": min(lengths), "median": statistics.median(lengths), "max": max(lengths)},
                 "neo4j_ms": summary(neo_ms),
                 "in_process_bfs_ms": summary(floor_ms),
-                "neo4j_ms_by_path_length": {f"{k}-{k + 9}" if k < 60 else "60+": summary(v) for k, v in sorted(by_length.items())},
+                "neo4j_ms_by_path_length": {
+                    f"{k}-{k + 9}" if k < 60 else "60+": summary(v) for k, v in sorted(by_length.items())
+                },
             }
     print(json.dumps(figures, indent=2))
     if args.json_out:

@@ -10,4 +10,6 @@ The package is one import namespace:
 - ``heapdb.cli``: the ``heapdb`` command.
 """
 
+# The one place the version is written: pyproject.toml reads it from here when building
+# (setuptools `dynamic`), so keep it a plain string literal.
 __version__ = "0.1.0"

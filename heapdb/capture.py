@@ -27,31 +27,66 @@ import os
 import platform
 import sys
 import types
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
-from heapdb.loader.formats.snapbin import SnapbinWriter
+from heapdb.loader.formats.snapbin.writer import SnapbinWriter
 from heapdb.loader.graph import EdgeKind
 
 _STRING_PREVIEW = 1024  # characters of a str object's contents kept as its name
 
 _KINDS: dict[type, str] = {
-    str: "string", bytes: "string", bytearray: "string",
-    int: "number", float: "number", complex: "number", bool: "number",
-    list: "array", tuple: "array", set: "array", frozenset: "array",
-    dict: "dict", types.MappingProxyType: "dict",
-    types.FunctionType: "closure", types.BuiltinFunctionType: "native", types.MethodType: "closure",
-    types.CodeType: "code", types.FrameType: "frame", types.ModuleType: "module", types.CellType: "cell",
+    str: "string",
+    bytes: "string",
+    bytearray: "string",
+    int: "number",
+    float: "number",
+    complex: "number",
+    bool: "number",
+    list: "array",
+    tuple: "array",
+    set: "array",
+    frozenset: "array",
+    dict: "dict",
+    types.MappingProxyType: "dict",
+    types.FunctionType: "closure",
+    types.BuiltinFunctionType: "native",
+    types.MethodType: "closure",
+    types.CodeType: "code",
+    types.FrameType: "frame",
+    types.ModuleType: "module",
+    types.CellType: "cell",
 }
 
 # Attributes of built-in types that can be read without running user code, for naming references.
 _FIELDS: dict[type, tuple[str, ...]] = {
-    types.FunctionType: ("__code__", "__globals__", "__builtins__", "__defaults__", "__kwdefaults__", "__closure__",
-                         "__name__", "__qualname__", "__module__", "__doc__", "__annotations__", "__dict__"),
+    types.FunctionType: (
+        "__code__",
+        "__globals__",
+        "__builtins__",
+        "__defaults__",
+        "__kwdefaults__",
+        "__closure__",
+        "__name__",
+        "__qualname__",
+        "__module__",
+        "__doc__",
+        "__annotations__",
+        "__dict__",
+    ),
     types.MethodType: ("__func__", "__self__"),
     types.FrameType: ("f_back", "f_code", "f_globals", "f_builtins", "f_trace"),
-    types.CodeType: ("co_code", "co_consts", "co_names", "co_filename", "co_name", "co_qualname", "co_linetable",
-                     "co_exceptiontable", "co_localsplusnames"),
+    types.CodeType: (
+        "co_code",
+        "co_consts",
+        "co_names",
+        "co_filename",
+        "co_name",
+        "co_qualname",
+        "co_linetable",
+        "co_exceptiontable",
+        "co_localsplusnames",
+    ),
     types.ModuleType: ("__dict__",),
     property: ("fget", "fset", "fdel", "__doc__"),
     staticmethod: ("__func__",),
@@ -82,7 +117,7 @@ def capture(path: str | os.PathLike[str], *, compress: bool = True, collect: boo
         writer.set_metadata(
             runtime=sys.implementation.name,
             runtime_version=platform.python_version(),
-            capture_time=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z"),
+            capture_time=_dt.datetime.now(_dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
             total_heap_bytes=walker.total_size,
             gc_count=sum(s["collections"] for s in gc.get_stats()),
             pid=os.getpid(),
@@ -98,11 +133,16 @@ def _is_own_frame(obj: Any) -> bool:
 
 
 def _roots() -> list[tuple[str, str, Any]]:
-    roots: list[tuple[str, str, Any]] = [("module", name, mod) for name, mod in list(sys.modules.items()) if mod is not None]
+    # sys.modules may hold None (an import blocked on purpose), which its typeshed type leaves out.
+    modules: Mapping[str, types.ModuleType | None] = sys.modules
+    roots: list[tuple[str, str, Any]] = [
+        ("module", name, mod) for name, mod in list(modules.items()) if mod is not None
+    ]
     import threading
 
     names = {t.ident: t.name for t in threading.enumerate()}
-    for ident, frame in sys._current_frames().items():
+    for ident, top in sys._current_frames().items():
+        frame: types.FrameType | None = top
         while frame is not None and _is_own_frame(frame):
             frame = frame.f_back
         if frame is not None:
@@ -146,8 +186,11 @@ class _Walker:
             self._write(obj)
 
     def _write(self, obj: Any) -> None:
-        refs = [(id(target), kind, name) for target, kind, name in _named_referents(obj, self.cell_names)
-                if self.enqueue(target)]
+        refs = [
+            (id(target), kind, name)
+            for target, kind, name in _named_referents(obj, self.cell_names)
+            if self.enqueue(target)
+        ]
         try:
             size = sys.getsizeof(obj)
         except Exception:  # a broken __sizeof__ in user code must not stop the capture
@@ -254,11 +297,13 @@ def _labels(obj: Any, tp: type, cell_names: dict[int, str]) -> dict[int, tuple[E
         for name, value in _slot_values(obj, tp):
             label(value, EdgeKind.PROPERTY, name)
     # Subclasses of the containers: a named tuple's fields, a dict subclass's keys, list indexes.
-    if isinstance(obj, tuple) and isinstance(getattr(tp, "_fields", None), tuple):
-        for name, value in zip(tp._fields, tuple.__iter__(obj)):
+    if isinstance(obj, tuple) and isinstance(fields := getattr(tp, "_fields", None), tuple):
+        for name, value in zip(fields, tuple.__iter__(obj)):
             label(value, EdgeKind.PROPERTY, str(name))
     elif isinstance(obj, (list, tuple)):
-        for i, value in enumerate((list if isinstance(obj, list) else tuple).__iter__(obj)):
+        # The base class's __iter__: a subclass's own __iter__ is code the capture must not run.
+        items = list.__iter__(obj) if isinstance(obj, list) else tuple.__iter__(obj)
+        for i, value in enumerate(items):
             label(value, EdgeKind.ELEMENT, i)
     elif isinstance(obj, dict):
         for key, value in dict.items(obj):
@@ -307,9 +352,10 @@ def _slot_values(obj: Any, tp: type) -> Iterator[tuple[str, Any]]:
             descriptor = klass.__dict__.get(name)
             if type(descriptor) is types.MemberDescriptorType:
                 try:
-                    yield name, descriptor.__get__(obj, tp)
+                    value = descriptor.__get__(obj, tp)
                 except AttributeError:  # an unset slot
-                    pass
+                    continue
+                yield name, value
 
 
 def main(argv: list[str] | None = None) -> int:

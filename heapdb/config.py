@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import string
 import tomllib
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -143,7 +144,9 @@ def managed_settings() -> ManagedSettings:
 def save_managed_settings(settings: ManagedSettings) -> None:
     """Store the managed Neo4j's settings, generating its password on first use."""
     if not settings.password:
-        settings.password = secrets.token_urlsafe(24)
+        # Letters and digits only: Neo4j's admin tool takes the password as a command-line argument,
+        # and one starting with "-" (which token_urlsafe gives one time in 32) reads as an option.
+        settings.password = "".join(secrets.choice(string.ascii_letters + string.digits) for _ in range(32))
     data = load_file()
     data["managed"] = asdict(settings)
     save_file(data)

@@ -54,7 +54,9 @@ class Database:
         access = neo4j.READ_ACCESS if read_only else neo4j.WRITE_ACCESS
         return self.driver.session(database=self.name, default_access_mode=access)
 
-    def read(self, cypher: str, parameters: dict[str, Any] | None = None, timeout: float | None = None) -> list[dict[str, Any]]:
+    def read(
+        self, cypher: str, parameters: dict[str, Any] | None = None, timeout: float | None = None
+    ) -> list[dict[str, Any]]:
         """Run a read-only query in its own transaction and return its rows as dicts."""
 
         @neo4j.unit_of_work(timeout=timeout)
@@ -91,7 +93,9 @@ def _row(record: neo4j.Record) -> dict[str, Any]:
     return dict(record.items())
 
 
-def connect(say: Callable[[str], None] = _to_stderr, start_managed: bool = True, retry_seconds: float = 30.0) -> Database:
+def connect(
+    say: Callable[[str], None] = _to_stderr, start_managed: bool = True, retry_seconds: float = 30.0
+) -> Database:
     """Open the configured Neo4j, starting the managed one if that is what is configured.
 
     ``retry_seconds`` is how long the driver keeps retrying a transaction that failed for a passing
@@ -107,7 +111,10 @@ def connect(say: Callable[[str], None] = _to_stderr, start_managed: bool = True,
         # Notifications (deprecations, unknown property names on an empty database) are for people
         # writing queries in the Browser; heapdb's own queries are tested, so they would be noise.
         driver = neo4j.GraphDatabase.driver(
-            conn.uri, auth=(conn.user, conn.password), notifications_min_severity="OFF", max_transaction_retry_time=retry_seconds
+            conn.uri,
+            auth=(conn.user, conn.password),
+            notifications_min_severity="OFF",
+            max_transaction_retry_time=retry_seconds,
         )
     except (ValueError, ConfigurationError) as e:  # a malformed URI
         raise DatabaseUnavailable(f"cannot use {conn.uri!r} as a Neo4j address: {e}") from None

@@ -1,8 +1,10 @@
-"""The errors heapdb reports to people.
+"""Every error heapdb reports to people, in one module.
 
 Every error a user can cause (bad input, a missing tool, an unreachable database) is a
-:class:`HeapdbError`. The CLI prints its message and exits non-zero without a traceback; the REST
-service maps it to a JSON error body. Anything else is a bug and keeps its traceback under ``--debug``.
+:class:`HeapdbError`. Each class carries what it means to both front ends: ``exit_code`` for the CLI,
+which prints the message and exits without a traceback, and ``http_status`` for the REST service,
+which sends the message as a JSON body. Both read these attributes, so the two never disagree.
+Anything else is a bug and keeps its traceback under ``--debug``.
 """
 
 from __future__ import annotations
@@ -14,32 +16,54 @@ class HeapdbError(Exception):
     """An error with a message written for the person who ran heapdb."""
 
     exit_code = 1
+    http_status = 400
 
 
 class ConfigError(HeapdbError):
     """Settings are missing or contradictory."""
 
+    http_status = 500  # the service's own settings, not the request
+
 
 class Neo4jServerError(HeapdbError):
     """The managed Neo4j could not be installed, started or stopped."""
+
+    http_status = 503
 
 
 class DatabaseUnavailable(HeapdbError):
     """No Neo4j answers at the configured address, or it refused the credentials."""
 
     exit_code = 3
+    http_status = 503
 
 
 class QueryError(HeapdbError):
     """Neo4j rejected a query (a syntax error, a bad parameter, a timeout)."""
 
+    http_status = 422
+
+
+class ParameterError(QueryError):
+    """A question's or stored query's parameter that is missing, unknown, or not of its declared type or range."""
+
 
 class NotFound(HeapdbError):
-    """A snapshot tag or object that does not exist."""
+    """A snapshot tag, object or stored query that does not exist."""
+
+    http_status = 404
 
 
 class OutdatedSnapshot(HeapdbError):
     """A snapshot stored by an older heapdb, without what today's questions read: load it again."""
+
+    http_status = 409
+
+
+class LoadError(HeapdbError):
+    """A load that cannot start: the tag is taken, or another process is loading it right now."""
+
+    http_status = 409
 
 
 class FormatError(HeapdbError):
@@ -48,6 +72,8 @@ class FormatError(HeapdbError):
     The message always names the file, where in it the problem is (a byte offset, a record or a
     JSON path), and what was expected there.
     """
+
+    http_status = 422
 
     def __init__(
         self,

@@ -1,5 +1,8 @@
 """Flame graphs of memory by retainer path, as standalone SVG: width is bytes.
 
+A pure renderer: it draws a :class:`~heapdb.loader.pathtree.PathNode` tree, which the loader builds
+(:func:`build_tree` is re-exported here for the callers that draw rows).
+
 Each frame is one label of a path (``mainthread``, ``__stack``, ``entries``); a frame's width is the
 bytes of everything at or below its path, its children sit on top of it, largest first. Hovering a
 frame shows its full path, bytes and object count (SVG ``<title>``), so the file can be attached
@@ -9,11 +12,12 @@ to a bug report and read in any browser, with no script.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from html import escape
 
-from heapdb.units import human_bytes
+from heapdb.loader.pathtree import PathNode, build_tree
+from heapdb.units import human_bytes, shorten
+
+__all__ = ["WIDTH", "build_tree", "render_svg"]
 
 WIDTH = 1200
 FRAME_HEIGHT = 18
@@ -23,49 +27,18 @@ CHAR_WIDTH = 6.6  # average width of a character at font-size 11, for cutting la
 MIN_WIDTH = 0.5  # frames narrower than this many pixels are left out (their bytes still count above)
 
 
-@dataclass
-class Frame:
-    name: str
-    size: int = 0  # bytes at exactly this path
-    count: int = 0
-    children: dict[str, Frame] = field(default_factory=dict)
-    total_size: int = 0
-    total_count: int = 0
-
-
-def build_tree(rows: Iterable[tuple[Sequence[str], int, int]]) -> Frame:
-    """A frame tree from ``(path, bytes, objects)`` rows; rows sharing a path add up."""
-    root = Frame("all")
-    for path, size, count in rows:
-        node = root
-        for label in path:
-            node = node.children.setdefault(label, Frame(label))
-        node.size += size
-        node.count += count
-    # Totals bottom-up, without recursion (paths can be thousands of labels deep).
-    order, stack = [], [root]
-    while stack:
-        node = stack.pop()
-        order.append(node)
-        stack.extend(node.children.values())
-    for node in reversed(order):
-        node.total_size = node.size + sum(c.total_size for c in node.children.values())
-        node.total_count = node.count + sum(c.total_count for c in node.children.values())
-    return root
-
-
 def _color(label: str) -> str:
     # Warm colours, stable per label, so the same path looks the same in every report.
     digest = hashlib.blake2b(label.encode(), digest_size=3).digest()
     return f"rgb({205 + digest[0] % 50},{80 + digest[1] % 120},{40 + digest[2] % 40})"
 
 
-def render_svg(root: Frame, title: str) -> str:
+def render_svg(root: PathNode, title: str) -> str:
     """The tree as an SVG document (root at the bottom, as in classic flame graphs)."""
     if root.total_size <= 0:
         raise ValueError("nothing to draw: the tree holds no bytes")
-    frames: list[tuple[Frame, tuple[str, ...], float, int, float]] = []  # frame, path, x, depth, width
-    stack: list[tuple[Frame, tuple[str, ...], float, int]] = [(root, (), 10.0, 0)]
+    frames: list[tuple[PathNode, tuple[str, ...], float, int, float]] = []  # frame, path, x, depth, width
+    stack: list[tuple[PathNode, tuple[str, ...], float, int]] = [(root, (), 10.0, 0)]
     scale = (WIDTH - 20) / root.total_size
     max_depth = 0
     while stack:
@@ -94,9 +67,9 @@ def render_svg(root: Frame, title: str) -> str:
         share = node.total_size / root.total_size
         tip = f"{full}\n{human_bytes(node.total_size)} ({share:.1%}) in {node.total_count:,} objects; here: {human_bytes(node.size)} in {node.count:,}"
         fits = int((width - 6) / CHAR_WIDTH)
-        label = node.name if len(node.name) <= fits else (node.name[: fits - 1] + "…" if fits > 2 else "")
+        label = shorten(node.name, fits) if len(node.name) <= fits or fits > 2 else ""
         out.append(
-            f'<g><title>{escape(tip)}</title>'
+            f"<g><title>{escape(tip)}</title>"
             f'<rect x="{x:.2f}" y="{y}" width="{width:.2f}" height="{FRAME_HEIGHT - 1}" rx="2" fill="{_color(node.name)}"/>'
             + (f'<text x="{x + 3:.2f}" y="{y + 12.5}">{escape(label)}</text>' if label else "")
             + "</g>"

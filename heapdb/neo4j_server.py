@@ -14,6 +14,7 @@ Layout under ``$XDG_DATA_HOME/heapdb/neo4j``::
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -127,7 +128,9 @@ def java_executable() -> str:
     java_home = os.environ.get("JAVA_HOME")
     java = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
     if not java or not os.access(java, os.X_OK):
-        raise Neo4jServerError("Java 17 is needed to run Neo4j, but no `java` was found (install openjdk-17-jre-headless or set JAVA_HOME)")
+        raise Neo4jServerError(
+            "Java 17 is needed to run Neo4j, but no `java` was found (install openjdk-17-jre-headless or set JAVA_HOME)"
+        )
     major = java_major_version(java)
     if major < 17:
         raise Neo4jServerError(f"Neo4j {NEO4J_VERSION} needs Java 17 or newer; {java} is Java {major}")
@@ -319,7 +322,9 @@ def start(timeout: float = 180, say: Say = _quiet) -> bool:
     if running_pid() is not None:
         if _wait_for_bolt(settings, timeout):
             return False
-        raise Neo4jServerError(f"Neo4j runs (pid {running_pid()}) but Bolt does not answer on port {settings.bolt_port}\n{log_tail()}")
+        raise Neo4jServerError(
+            f"Neo4j runs (pid {running_pid()}) but Bolt does not answer on port {settings.bolt_port}\n{log_tail()}"
+        )
     for label, port in (("Bolt", settings.bolt_port), ("HTTP", settings.http_port)):
         if not _port_free(port):
             raise Neo4jServerError(
@@ -344,7 +349,9 @@ def start(timeout: float = 180, say: Say = _quiet) -> bool:
         f"--home-dir={p.instance}",
         f"--config-dir={p.conf_dir}",
     ]
-    say(f"Starting Neo4j {NEO4J_VERSION} on bolt://127.0.0.1:{settings.bolt_port} (heap {settings.heap}, page cache {settings.pagecache})...")
+    say(
+        f"Starting Neo4j {NEO4J_VERSION} on bolt://127.0.0.1:{settings.bolt_port} (heap {settings.heap}, page cache {settings.pagecache})..."
+    )
     started = time.monotonic()
     with open(p.logs / "console.log", "ab") as console:
         process = subprocess.Popen(
@@ -368,7 +375,9 @@ def start(timeout: float = 180, say: Say = _quiet) -> bool:
         time.sleep(0.5)
     _terminate(process.pid, 30)
     p.pid_file.unlink(missing_ok=True)
-    raise Neo4jServerError(f"Neo4j did not answer on Bolt port {settings.bolt_port} within {timeout:.0f} s\n{log_tail()}")
+    raise Neo4jServerError(
+        f"Neo4j did not answer on Bolt port {settings.bolt_port} within {timeout:.0f} s\n{log_tail()}"
+    )
 
 
 def _driver_ready(settings: config.ManagedSettings) -> bool:
@@ -376,7 +385,9 @@ def _driver_ready(settings: config.ManagedSettings) -> bool:
     import neo4j
 
     try:
-        with neo4j.GraphDatabase.driver(f"bolt://127.0.0.1:{settings.bolt_port}", auth=("neo4j", settings.password)) as driver:
+        with neo4j.GraphDatabase.driver(
+            f"bolt://127.0.0.1:{settings.bolt_port}", auth=("neo4j", settings.password)
+        ) as driver:
             driver.execute_query("RETURN 1")
         return True
     except neo4j.exceptions.AuthError as e:
@@ -414,10 +425,8 @@ def _terminate(pid: int, timeout: float) -> None:
 
 def _reap(pid: int) -> None:
     # When this process started Neo4j (tests do), its zombie must be collected for kill(pid, 0) to fail.
-    try:
+    with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass
 
 
 def stop(timeout: float = 120, say: Say = _quiet) -> bool:
@@ -436,10 +445,8 @@ def _dir_size(path: Path) -> int:
     total = 0
     for root, _, files in os.walk(path):
         for name in files:
-            try:
+            with contextlib.suppress(OSError):  # removed while we walk: Neo4j keeps writing
                 total += os.lstat(os.path.join(root, name)).st_size
-            except OSError:
-                pass
     return total
 
 
@@ -448,13 +455,14 @@ def status() -> dict[str, object]:
     p = paths()
     settings = config.managed_settings()
     pid = running_pid()
+    bolt_uri = f"bolt://127.0.0.1:{settings.bolt_port}"
     info: dict[str, object] = {
         "installed": is_installed(),
         "neo4j_version": NEO4J_VERSION,
         "browser_version": BROWSER_VERSION,
         "running": pid is not None,
         "pid": pid,
-        "bolt_uri": f"bolt://127.0.0.1:{settings.bolt_port}",
+        "bolt_uri": bolt_uri,
         "browser_url": f"http://127.0.0.1:{settings.http_port}/browser/",
         "heap": settings.heap,
         "pagecache": settings.pagecache,
@@ -465,7 +473,7 @@ def status() -> dict[str, object]:
         import neo4j
 
         try:
-            with neo4j.GraphDatabase.driver(info["bolt_uri"], auth=("neo4j", settings.password)) as driver:
+            with neo4j.GraphDatabase.driver(bolt_uri, auth=("neo4j", settings.password)) as driver:
                 records, _, _ = driver.execute_query("CALL dbms.components() YIELD name, versions, edition RETURN *")
             info["server"] = [f"{r['name']} {r['versions'][0]} {r['edition']}" for r in records]
         except Exception as e:  # status must report, not fail

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from tqdm import tqdm
+
+# A reader's progress callback: called with the number of bytes consumed since its last call.
+ByteProgress = Callable[[int], None]
 
 
 def enabled() -> bool:

@@ -8,9 +8,11 @@ Names come straight from the heap (any text at all), so every label is escaped f
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass, field
 
-from heapdb.answers import (
+from heapdb.loader.graph import ROOT_NAME
+from heapdb.queries.results import (
     Diff,
     DominatorChain,
     GrowthReport,
@@ -18,6 +20,7 @@ from heapdb.answers import (
     ObjectDetails,
     ObjectDiff,
     ObjectInfo,
+    ObjectRef,
     Reference,
     Retains,
     Suspects,
@@ -25,7 +28,7 @@ from heapdb.answers import (
     TypeRow,
     WhyAlive,
 )
-from heapdb.units import human_bytes
+from heapdb.units import human_bytes, shorten
 
 NAME_WIDTH = 40  # characters of an object's name shown in a label or a line
 
@@ -35,13 +38,17 @@ NAME_WIDTH = 40  # characters of an object's name shown in a label or a line
 
 def short_name(name: str, width: int = NAME_WIDTH) -> str:
     """A name on one line, cut to ``width`` characters; control characters shown as escapes."""
-    flat = "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in name)
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
+    return shorten("".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in name), width)
+
+
+def why_command(ref: ObjectRef) -> str:
+    """The command line that asks why an object is alive, for text answers that point at one."""
+    return f"heapdb why {shlex.quote(ref.tag)} {ref.id}"
 
 
 def describe(o: ObjectInfo) -> str:
     """``Type name (self, retained) @id``, the way every text answer names an object."""
-    name = short_name(o.name) or ("(root)" if o.root else "")
+    name = short_name(o.name) or (ROOT_NAME if o.root else "")
     shown = f"{o.type} {name}" if name and name != o.type else o.type
     return f"{shown} ({human_bytes(o.self_size)}, retained {human_bytes(o.retained_size)}) @{o.id}"
 
@@ -61,7 +68,9 @@ def why_text(answer: WhyAlive) -> str:
         lines.append("ignoring " + "; ".join(f"{k}: {', '.join(map(str, v))}" for k, v in ignored.items()))
     if not answer.paths:
         if not answer.target.reachable:
-            lines.append("the root does not reach it over retaining references: it is garbage, kept only in the snapshot")
+            lines.append(
+                "the root does not reach it over retaining references: it is garbage, kept only in the snapshot"
+            )
         else:
             lines.append("no retaining path avoids the ignored references and objects")
     for number, path in enumerate(answer.paths, 1):
@@ -90,7 +99,9 @@ def retains_text(answer: Retains) -> str:
     by_id = {o.id: o for o in answer.objects}
     for parent, child in answer.edges:
         children.setdefault(parent, []).append(by_id[child])
-    lines = [f"{describe(answer.target)} keeps alive {answer.target.retained_count:,} objects, {human_bytes(answer.target.retained_size)} (snapshot {answer.tag}):"]
+    lines = [
+        f"{describe(answer.target)} keeps alive {answer.target.retained_count:,} objects, {human_bytes(answer.target.retained_size)} (snapshot {answer.tag}):"
+    ]
 
     def walk(o: ObjectInfo, depth: int) -> None:
         lines.append("  " * depth + describe(o))
@@ -120,7 +131,13 @@ def types_table(rows: list[TypeRow]) -> str:
         f"{short_name(r.type):<40} {r.count:>10,} {human_bytes(r.self_size):>11} {human_bytes(r.retained_size):>15} {human_bytes(r.max_retained_size):>13}"
         for r in rows
     ]
-    return "\n".join([header, *lines, "(retained: what the type's objects hold together, each byte once; max retained: the largest single object's)"])
+    return "\n".join(
+        [
+            header,
+            *lines,
+            "(retained: what the type's objects hold together, each byte once; max retained: the largest single object's)",
+        ]
+    )
 
 
 def _signed(n: int, bytes_: bool = False) -> str:
@@ -161,11 +178,24 @@ def object_diff_text(answer: ObjectDiff) -> str:
     samples = [s for t in answer.types for s in t.samples]
     if samples:
         lines.append("")
-        lines.append("largest new objects (why: heapdb why TAG ID, or the link):")
+        lines.append("largest new objects, and why each is alive:")
         for t in answer.types:
             for s in t.samples:
-                lines.append(f"  {short_name(t.type)} @{s.id}: self {human_bytes(s.self_size)}, retained {human_bytes(s.retained_size)}  {s.why}")
+                lines.append(
+                    f"  {short_name(t.type)} @{s.id}: self {human_bytes(s.self_size)}, retained {human_bytes(s.retained_size)}"
+                    f"  ({why_command(s.why)})"
+                )
     return "\n".join(lines)
+
+
+def growth_flamegraph(answer: Diff) -> str | None:
+    """A diff by path as a flame graph of what grew (width = bytes); None when nothing grew."""
+    from heapdb.flamegraph import build_tree, render_svg
+
+    grown = [(c.hops, c.size_delta, max(c.count_delta, 0)) for c in answer.changes if c.size_delta > 0]
+    if not grown:
+        return None
+    return render_svg(build_tree(grown), f"Growth from {answer.before} to {answer.after}, by retainer path")
 
 
 def leaks_text(answer: Leaks) -> str:
@@ -178,17 +208,23 @@ def leaks_text(answer: Leaks) -> str:
             ),
         ]
     else:
-        lines = [f"allocated after {answer.baseline}, present in {answer.target}, still alive in {answer.final}; largest first"]
+        lines = [
+            f"allocated after {answer.baseline}, present in {answer.target}, still alive in {answer.final}; largest first"
+        ]
     if answer.warnings:
         lines.append("UNSAFE: ids may not name the same objects in all snapshots (see the warnings)")
     for i, c in enumerate(answer.clusters, 1):
         if answer.by == "path" and c.counts:
             counts = " → ".join(f"{n:,}" for n in c.counts)
-            lines.append(f"{i:>2}. {_signed(c.objects).strip()} × {c.type} ({counts}): retain {_signed(c.retained_size, True).strip()} (self {_signed(c.self_size, True).strip()})")
+            lines.append(
+                f"{i:>2}. {_signed(c.objects).strip()} × {c.type} ({counts}): retain {_signed(c.retained_size, True).strip()} (self {_signed(c.self_size, True).strip()})"
+            )
         else:
-            lines.append(f"{i:>2}. {c.objects:,} × {c.type}: retain {human_bytes(c.retained_size)} (self {human_bytes(c.self_size)})")
+            lines.append(
+                f"{i:>2}. {c.objects:,} × {c.type}: retain {human_bytes(c.retained_size)} (self {human_bytes(c.self_size)})"
+            )
         lines.append(f"    held by: {c.path}")
-        lines.append(f"    e.g. ids {', '.join(map(str, c.sample_ids))}; why: heapdb why {answer.final} {c.sample_ids[0]}  ({c.why})")
+        lines.append(f"    e.g. ids {', '.join(map(str, c.sample_ids))}; why: {why_command(c.why)}")
     if not answer.clusters:
         lines.append("no leak candidates")
     return "\n".join(lines)
@@ -198,7 +234,9 @@ def growth_text(answer: GrowthReport) -> str:
     """Types or paths that grew at every step, with their per-snapshot series of count and size."""
     lines = [f"{answer.by}s whose size grew at every step across {' → '.join(answer.tags)}; most growth first"]
     for i, g in enumerate(answer.rows, 1):
-        lines.append(f"{i:>2}. {_signed(g.size_growth, True).strip()}, {_signed(g.count_growth).strip()} objects  {short_name(g.label) if answer.by == 'type' else g.label}")
+        lines.append(
+            f"{i:>2}. {_signed(g.size_growth, True).strip()}, {_signed(g.count_growth).strip()} objects  {short_name(g.label) if answer.by == 'type' else g.label}"
+        )
         lines.append(f"    objects: {' → '.join(f'{n:,}' for n in g.counts)}")
         lines.append(f"    size:    {' → '.join(human_bytes(n) for n in g.sizes)}")
     if not answer.rows:
@@ -219,19 +257,25 @@ def suspects_text(answer: Suspects) -> str:
     for i, s in enumerate(answer.objects, 1):
         a = s.accumulation
         lines.append(f"{i:>2}. {describe(s.object)}: {s.share:.1%} of the heap")
-        lines.append(f"    why: heapdb why {answer.tag} {s.object.id}  ({s.why})")
+        lines.append(f"    why: {why_command(s.why)}")
         if a.depth == 0:
             where = "is its own accumulation point"
         else:
             where = f"accumulates {a.depth} step{'s' if a.depth > 1 else ''} down in {describe(a.object)}"
-        held = f"{a.children:,} dominated children, the largest holds {a.largest_child_share:.0%}" if a.children else "it dominates nothing else"
+        held = (
+            f"{a.children:,} dominated children, the largest holds {a.largest_child_share:.0%}"
+            if a.children
+            else "it dominates nothing else"
+        )
         lines.append(f"    {where}: {held}  (heapdb retains {answer.tag} {a.object.id})")
     if not answer.objects:
         lines.append("no single object retains that much")
     if answer.types:
         lines.append("types:")
         for t in answer.types:
-            lines.append(f"    {short_name(t.type):<40} {t.count:>10,} objects  retain {human_bytes(t.retained_size):>10}  {t.share:.1%}")
+            lines.append(
+                f"    {short_name(t.type):<40} {t.count:>10,} objects  retain {human_bytes(t.retained_size):>10}  {t.share:.1%}"
+            )
     else:
         lines.append("no type retains that much")
     return "\n".join(lines)
@@ -246,9 +290,15 @@ def object_text(answer: ObjectDetails) -> str:
         + (", the snapshot's root" if o.root else ""),
         f"referenced by ({len(answer.incoming)} of {answer.incoming_count}):",
     ]
-    lines += [f"  {describe(n.object)} --[{reference_label(n.reference)}]-->{' (weak)' if n.reference.weak else ''}" for n in answer.incoming]
+    lines += [
+        f"  {describe(n.object)} --[{reference_label(n.reference)}]-->{' (weak)' if n.reference.weak else ''}"
+        for n in answer.incoming
+    ]
     lines.append(f"references ({len(answer.outgoing)} of {answer.outgoing_count}):")
-    lines += [f"  --[{reference_label(n.reference)}]-->{' (weak)' if n.reference.weak else ''} {describe(n.object)}" for n in answer.outgoing]
+    lines += [
+        f"  --[{reference_label(n.reference)}]-->{' (weak)' if n.reference.weak else ''} {describe(n.object)}"
+        for n in answer.outgoing
+    ]
     return "\n".join(lines)
 
 
@@ -302,7 +352,9 @@ def figure(answer: WhyAlive | DominatorChain | Retains) -> Figure:
         fig.edges = [FigureEdge(a.id, b.id) for a, b in zip(answer.chain, answer.chain[1:])]
         return fig
     cut = f", showing {len(answer.objects) - 1} of {answer.target.retained_count - 1:,}" if answer.truncated else ""
-    fig = Figure(f"what {answer.target.type} @{answer.target.id} keeps alive ({answer.tag}{cut})", target=answer.target.id)
+    fig = Figure(
+        f"what {answer.target.type} @{answer.target.id} keeps alive ({answer.tag}{cut})", target=answer.target.id
+    )
     for o in answer.objects:
         fig.add(o)
     fig.edges = [FigureEdge(a, b) for a, b in answer.edges]
@@ -315,7 +367,7 @@ def dot_string(text: str) -> str:
 
 
 def node_label(o: ObjectInfo) -> str:
-    name = short_name(o.name) or ("(root)" if o.root else "")
+    name = short_name(o.name) or (ROOT_NAME if o.root else "")
     lines = [short_name(o.type)]
     if name and name != o.type:
         lines.append(name)
@@ -336,7 +388,7 @@ def dot(answer: WhyAlive | DominatorChain | Retains) -> str:
     for o in fig.objects.values():
         attributes = [f"label={dot_string(node_label(o))}"]
         if o.id in fig.roots:
-            attributes += ['shape=house', 'fillcolor="#d9d9d9"', "penwidth=2", 'tooltip="root"']
+            attributes += ["shape=house", 'fillcolor="#d9d9d9"', "penwidth=2", 'tooltip="root"']
         if o.id == fig.target:
             attributes += ['fillcolor="#ffb3b3"', 'color="#cc0000"', "penwidth=2.5", 'tooltip="target"']
         out.append(f"  n{_node_key(o.id)} [{', '.join(attributes)}];")
@@ -364,4 +416,6 @@ def svg(answer: WhyAlive | DominatorChain | Retains) -> str:
     except graphviz.ExecutableNotFound:
         from heapdb.errors import HeapdbError
 
-        raise HeapdbError("GraphViz's `dot` is not installed (apt-get install graphviz); use the dot format instead") from None
+        raise HeapdbError(
+            "GraphViz's `dot` is not installed (apt-get install graphviz); use the dot format instead"
+        ) from None

@@ -44,6 +44,25 @@ class EdgeKind(IntEnum):
 
 NUMERIC_NAME_KINDS = frozenset({EdgeKind.ELEMENT, EdgeKind.HIDDEN})
 
+# The synthetic root layout (see the module docstring). V8 names its own bookkeeping nodes' kind
+# "synthetic" too, so one test (``kind == SYNTHETIC_KIND``) finds them in every format. The stored
+# Cypher queries repeat this value; a test ties them to it.
+ROOT_NAME = "(root)"
+SYNTHETIC_KIND = "synthetic"
+
+
+def root_kind_node_name(kind: str) -> str:
+    """The name of the synthetic node that holds every root of one kind: ``"(<kind> roots)"``."""
+    return f"({kind} roots)"
+
+
+def root_kind_from_node_name(name: str) -> str | None:
+    """The root kind a :func:`root_kind_node_name` names, or None when ``name`` is not one."""
+    if name.startswith("(") and name.endswith(" roots)"):
+        return name[1 : -len(" roots)")]
+    return None
+
+
 EDGE_KIND_NAMES: tuple[str, ...] = tuple(k.name.lower() for k in EdgeKind)
 
 
@@ -98,6 +117,11 @@ class HeapGraph:
     def node_name(self, node: int) -> str:
         return self.strings[int(self.name[node])]
 
+    def synthetic_nodes(self) -> np.ndarray:
+        """bool[n]: the nodes of kind :data:`SYNTHETIC_KIND` (the root layout, V8's root groups)."""
+        kinds = [i for i, name in enumerate(self.node_kinds) if name == SYNTHETIC_KIND]
+        return np.isin(self.kind, kinds)
+
     def edge_sources(self) -> np.ndarray:
         """The source node of every edge (int32[m]), expanded from the CSR offsets."""
         counts = np.diff(self.edge_start)
@@ -124,17 +148,17 @@ class HeapGraph:
             expect["detachedness"] = (self.detachedness, np.uint8, n)
         for label, (array, dtype, length) in expect.items():
             if array.dtype != dtype or array.ndim != 1 or array.shape[0] != length:
-                raise ValueError(
-                    f"{label}: expected {dtype.__name__}[{length}], got {array.dtype}{list(array.shape)}"
-                )
+                raise ValueError(f"{label}: expected {dtype.__name__}[{length}], got {array.dtype}{list(array.shape)}")
         if n == 0:
             raise ValueError("the graph has no nodes")
         if not 0 <= self.root < n:
             raise ValueError(f"root {self.root} is not a node index")
         # The checks over whole arrays run in slices: on a large snapshot their temporaries would
         # otherwise set the reader's peak memory.
-        if self.edge_start[0] != 0 or self.edge_start[-1] != m or any(
-            bool((self.edge_start[lo + 1 : hi + 1] < self.edge_start[lo:hi]).any()) for lo, hi in _slices(n)
+        if (
+            self.edge_start[0] != 0
+            or self.edge_start[-1] != m
+            or any(bool((self.edge_start[lo + 1 : hi + 1] < self.edge_start[lo:hi]).any()) for lo, hi in _slices(n))
         ):
             raise ValueError("edge_start is not a monotone CSR offset array ending at the edge count")
         if m and (self.edge_to.min() < 0 or self.edge_to.max() >= n):

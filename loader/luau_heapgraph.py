@@ -26,7 +26,7 @@ graph. Its rules, which this module follows to the letter:
 
 - weak keys and values come from the table's metatable's string key ``__mode``;
 - each new object adds its size and a count to its path; a path's total is its own plus its
-  children's (the flame graph's width).
+  children's (the flame graph's width). The tree is a :class:`~heapdb.loader.pathtree.PathNode`.
 
 Objects alive only through the VM's unlisted roots are not reached, exactly as in ``heapgraph.py``
 (heapdb's own analysis hangs them under "(other roots)" instead).
@@ -36,52 +36,18 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from dataclasses import dataclass, field
 from typing import Any
 
 from heapdb.errors import FormatError
 from heapdb.loader.formats.luau import load_dump
+from heapdb.loader.pathtree import PathNode
+
+__all__ = ["PathNode", "heapgraph", "heapgraph_files"]
 
 
-@dataclass
-class PathNode:
-    """One label in the tree; ``count`` and ``size`` are the new objects at exactly this path."""
-
-    name: str
-    count: int = 0
-    size: int = 0
-    children: dict[str, PathNode] = field(default_factory=dict)
-
-    def child(self, name: str) -> PathNode:
-        node = self.children.get(name)
-        if node is None:
-            node = self.children[name] = PathNode(name)
-        return node
-
-    def rows(self) -> list[dict[str, Any]]:
-        """Every path with its own and total count and size, largest total first (no recursion)."""
-        order: list[tuple[tuple[str, ...], PathNode]] = []
-        stack: list[tuple[tuple[str, ...], PathNode]] = [((), self)]
-        while stack:
-            path, node = stack.pop()
-            order.append((path, node))
-            stack.extend(((*path, c.name), c) for c in node.children.values())
-        totals: dict[int, tuple[int, int]] = {}
-        for path, node in reversed(order):  # children before parents
-            count, size = node.count, node.size
-            for c in node.children.values():
-                c_count, c_size = totals[id(c)]
-                count, size = count + c_count, size + c_size
-            totals[id(node)] = (count, size)
-        rows = [
-            {"path": list(path), "count": node.count, "size": node.size, "total_count": totals[id(node)][0], "total_size": totals[id(node)][1]}
-            for path, node in order
-        ]
-        rows.sort(key=lambda r: (-r["total_size"], r["path"]))
-        return rows
-
-
-def heapgraph(dump: dict[str, Any], baseline: dict[str, Any] | None = None, *, path: str | os.PathLike[str] | None = None) -> PathNode:
+def heapgraph(
+    dump: dict[str, Any], baseline: dict[str, Any] | None = None, *, path: str | os.PathLike[str] | None = None
+) -> PathNode:
     """The tree of paths to the objects of ``dump`` absent from ``baseline`` (all objects without one)."""
     heap: dict[str, dict[str, Any]] = dump["objects"]
     old = baseline["objects"] if baseline is not None else None
@@ -90,7 +56,9 @@ def heapgraph(dump: dict[str, Any], baseline: dict[str, Any] | None = None, *, p
     def obj(address: str) -> dict[str, Any]:
         found = heap.get(address)
         if found is None:
-            raise FormatError(path, f"a reference to {address}, which is not an object of the dump", record=f"object {address}")
+            raise FormatError(
+                path, f"a reference to {address}, which is not an object of the dump", record=f"object {address}"
+            )
         return found
 
     def string_at(address: Any) -> str | None:
@@ -157,11 +125,10 @@ def heapgraph(dump: dict[str, Any], baseline: dict[str, Any] | None = None, *, p
         elif kind == "proto":
             follow += [(a, node) for a in o.get("constants", [])]
             follow += [(a, node) for a in o.get("protos", [])]
-        elif kind == "upvalue":
-            if o.get("object"):
-                follow.append((o["object"], node))
+        elif kind == "upvalue" and o.get("object"):
+            follow.append((o["object"], node))
         queue.extend((a, n) for a, n in follow if a)
-    return root
+    return root.sum_totals()
 
 
 def heapgraph_files(final: str | os.PathLike[str], baseline: str | os.PathLike[str] | None = None) -> PathNode:

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from heapdb.loader.graph import NUMERIC_NAME_KINDS, HeapGraph
+from heapdb.loader.graph import NUMERIC_NAME_KINDS, ROOT_NAME, HeapGraph
 
 _VOLATILE = re.compile(r"^(-?\d+(\.\d+)?|0x[0-9a-fA-F]+|[0-9a-fA-F]{8,})$")
 _DIGITS = re.compile(r"\d+")
@@ -70,20 +70,42 @@ def first_paths(graph: HeapGraph, retaining: np.ndarray) -> FirstPaths:
     numeric = np.array(sorted(int(k) for k in NUMERIC_NAME_KINDS), dtype=np.uint8)
     named = ~np.isin(graph.edge_kind, numeric)
     # Hash each distinct string once, and only the strings that serve as names or types.
-    synthetic = _synthetic_nodes(graph)
+    synthetic = graph.synthetic_nodes()
     used = np.unique(
-        np.concatenate([graph.edge_name[named].astype(np.int64), graph.type.astype(np.int64), graph.name[synthetic].astype(np.int64)])
+        np.concatenate(
+            [
+                graph.edge_name[named].astype(np.int64),
+                graph.type.astype(np.int64),
+                graph.name[synthetic].astype(np.int64),
+            ]
+        )
     )
     string_hash = np.zeros(len(graph.strings), dtype=np.uint64)
     string_hash[used] = np.array([_text_hash(normalize_name(graph.strings[i])) for i in used.tolist()], dtype=np.uint64)
     element_hash = np.uint64(_text_hash("[]"))
-    root_hash = string_hash[graph.name[graph.root]] if synthetic[graph.root] else np.uint64(_text_hash(graph.type_name(graph.root)))
+    root_hash = (
+        string_hash[graph.name[graph.root]]
+        if synthetic[graph.root]
+        else np.uint64(_text_hash(graph.type_name(graph.root)))
+    )
 
     parent_edge = np.full(n, -1, dtype=np.int64)
     signature = np.zeros(n, dtype=np.uint64)
     _bfs_signatures(
-        graph.root, graph.edge_start, graph.edge_to, graph.edge_name, graph.type, graph.name, synthetic,
-        retaining, named, string_hash, element_hash, root_hash, parent_edge, signature,
+        graph.root,
+        graph.edge_start,
+        graph.edge_to,
+        graph.edge_name,
+        graph.type,
+        graph.name,
+        synthetic,
+        retaining,
+        named,
+        string_hash,
+        element_hash,
+        root_hash,
+        parent_edge,
+        signature,
     )
     return FirstPaths(parent_edge=parent_edge, signature=(signature & _MASK63).astype(np.int64))
 
@@ -91,7 +113,9 @@ def first_paths(graph: HeapGraph, retaining: np.ndarray) -> FirstPaths:
 @numba.njit(cache=True, inline="always")
 def _mix(a, b):
     # splitmix64's finaliser over a combination: cheap, well spread, order-sensitive.
-    x = (a ^ (b + np.uint64(0x9E3779B97F4A7C15) + (a << np.uint64(6)) + (a >> np.uint64(2)))) & np.uint64(0xFFFFFFFFFFFFFFFF)
+    x = (a ^ (b + np.uint64(0x9E3779B97F4A7C15) + (a << np.uint64(6)) + (a >> np.uint64(2)))) & np.uint64(
+        0xFFFFFFFFFFFFFFFF
+    )
     x ^= x >> np.uint64(30)
     x *= np.uint64(0xBF58476D1CE4E5B9)
     x ^= x >> np.uint64(27)
@@ -102,8 +126,20 @@ def _mix(a, b):
 
 @numba.njit(cache=True)
 def _bfs_signatures(
-    root, edge_start, edge_to, edge_name, node_type, node_name, synthetic,
-    retaining, named, string_hash, element_hash, root_hash, parent_edge, signature,
+    root,
+    edge_start,
+    edge_to,
+    edge_name,
+    node_type,
+    node_name,
+    synthetic,
+    retaining,
+    named,
+    string_hash,
+    element_hash,
+    root_hash,
+    parent_edge,
+    signature,
 ):
     n = edge_start.shape[0] - 1
     hop = np.zeros(n, dtype=np.uint64)  # the hop that reached each object, to fold repeats
@@ -148,7 +184,7 @@ def path_hops(graph: HeapGraph, paths: FirstPaths, node: int) -> list[str]:
     Empty for an object the root does not reach.
     """
     numeric = {int(k) for k in NUMERIC_NAME_KINDS}
-    synthetic = _synthetic_nodes(graph)
+    synthetic = graph.synthetic_nodes()
     hops: list[str] = []
     v = node
     while paths.parent_edge[v] >= 0:
@@ -168,19 +204,13 @@ def path_hops(graph: HeapGraph, paths: FirstPaths, node: int) -> list[str]:
         v = source
     if v != graph.root:
         return []
-    root = (graph.node_name(graph.root) or "(root)") if synthetic[graph.root] else graph.type_name(graph.root)
+    root = (graph.node_name(graph.root) or ROOT_NAME) if synthetic[graph.root] else graph.type_name(graph.root)
     return [root, *reversed(hops)]
 
 
 def describe_path(graph: HeapGraph, paths: FirstPaths, node: int) -> str:
     """:func:`path_hops` as one line, hops separated by `` / ``."""
     return " / ".join(path_hops(graph, paths, node))
-
-
-def _synthetic_nodes(graph: HeapGraph) -> np.ndarray:
-    """bool[n]: nodes of the runtime's synthetic kind (roots and root groups), named rather than typed."""
-    kinds = [i for i, name in enumerate(graph.node_kinds) if name == "synthetic"]
-    return np.isin(graph.kind, kinds)
 
 
 def _source_of(graph: HeapGraph, edge: int) -> int:

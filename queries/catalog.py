@@ -30,7 +30,7 @@ from importlib import resources
 from typing import Any
 
 from heapdb.db import Database
-from heapdb.errors import NotFound, QueryError
+from heapdb.errors import NotFound, ParameterError
 
 TYPES = ("string", "int", "bool", "list<string>", "list<int>")
 
@@ -46,10 +46,6 @@ _PARAM = re.compile(
 )
 
 _MISSING = object()
-
-
-class ParameterError(QueryError):
-    """A query parameter that is missing, unknown, or not of its declared type or range."""
 
 
 @dataclass(frozen=True)
@@ -79,7 +75,12 @@ class Parameter:
         return text
 
     def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.name, "type": self.describe_type(), "required": self.required, "description": self.description}
+        out: dict[str, Any] = {
+            "name": self.name,
+            "type": self.describe_type(),
+            "required": self.required,
+            "description": self.description,
+        }
         if not self.required:
             out["default"] = self.default
         return out
@@ -126,7 +127,9 @@ class Parameter:
             if not isinstance(value, int) or not INT_MIN <= value <= INT_MAX:
                 raise bad
             if self.minimum is not None and not self.minimum <= value <= self.maximum:  # type: ignore[operator]
-                raise ParameterError(f"parameter {self.name!r} must be between {self.minimum} and {self.maximum}, got {value}")
+                raise ParameterError(
+                    f"parameter {self.name!r} must be between {self.minimum} and {self.maximum}, got {value}"
+                )
             return value
         if kind == "bool":
             if isinstance(value, bool):
@@ -164,7 +167,9 @@ class StoredQuery:
         for p in self.parameters:
             if p.name == name:
                 return p
-        raise ParameterError(f"query {self.name!r} has no parameter {name!r} (it takes: {', '.join(p.name for p in self.parameters) or 'none'})")
+        raise ParameterError(
+            f"query {self.name!r} has no parameter {name!r} (it takes: {', '.join(p.name for p in self.parameters) or 'none'})"
+        )
 
     def bind(self, values: Mapping[str, Any]) -> dict[str, Any]:
         """Check and convert ``values``; fill in defaults. Unknown or missing names are errors."""
@@ -175,13 +180,20 @@ class StoredQuery:
             if p.name in values:
                 bound[p.name] = p.coerce(values[p.name])
             elif p.required:
-                raise ParameterError(f"query {self.name!r} needs parameter {p.name!r} ({p.describe_type()}: {p.description})")
+                raise ParameterError(
+                    f"query {self.name!r} needs parameter {p.name!r} ({p.describe_type()}: {p.description})"
+                )
             else:
                 bound[p.name] = p.default
         return bound
 
     def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "description": self.description, "parameters": [p.as_dict() for p in self.parameters], "file": self.filename}
+        return {
+            "name": self.name,
+            "description": self.description,
+            "parameters": [p.as_dict() for p in self.parameters],
+            "file": self.filename,
+        }
 
 
 def parse(text: str, filename: str = "<query>") -> StoredQuery:
@@ -266,7 +278,9 @@ def get(name: str) -> StoredQuery:
         raise NotFound(f"no stored query {name!r} (see `heapdb queries`: {', '.join(catalog())})") from None
 
 
-def run(database: Database, name: str, parameters: Mapping[str, Any] | None = None, *, timeout: float | None = None) -> list[dict[str, Any]]:
+def run(
+    database: Database, name: str, parameters: Mapping[str, Any] | None = None, *, timeout: float | None = None
+) -> list[dict[str, Any]]:
     """Run a stored query in a read-only transaction with ``timeout`` seconds; return its rows."""
     query = get(name)
     return database.read(query.cypher, query.bind(parameters or {}), timeout=timeout)

@@ -6,15 +6,17 @@
 // param limit: int = 20 in 1..1000 -- how many clusters
 //
 // Object ids must be stable across the three snapshots (V8 ids within one process are). An object
-// is a leak candidate when its id is absent from the baseline, present in the target and still
-// present in the final snapshot. Candidates are clustered by the signature of their shortest
-// retainer path in the final snapshot and ranked by the retained size of the cluster's members
-// (members retained by other members are not counted twice).
+// is a leak candidate when it is absent from the baseline, present in the target and still present
+// in the final snapshot, "the same object" meaning the same id and the same type, the rule of
+// `heapdb diff --by object` (an id seen with another type is a reused id). Candidates are
+// clustered by the signature of their shortest retainer path in the final snapshot and ranked by
+// the retained size of the cluster's members (members retained by other members are not counted
+// twice).
 MATCH (b:Snapshot {tag: $baseline, status: 'ready'}), (t:Snapshot {tag: $target, status: 'ready'}), (f:Snapshot {tag: $final, status: 'ready'})
 MATCH (o:Object {sid: f.sid})
 WHERE o.id IS NOT NULL AND o.reachable AND o.kind <> 'synthetic'
-  AND EXISTS { MATCH (:Object {sid: t.sid, id: o.id}) }
-  AND NOT EXISTS { MATCH (:Object {sid: b.sid, id: o.id}) }
+  AND EXISTS { MATCH (:Object {sid: t.sid, id: o.id, type: o.type}) }
+  AND NOT EXISTS { MATCH (:Object {sid: b.sid, id: o.id, type: o.type}) }
 OPTIONAL MATCH (d:Object)-[:DOMINATES]->(o)
 WITH f, o, d.path_sig = o.path_sig AS nested
 WITH f, o.path_sig AS sig, count(*) AS objects, sum(o.self_size) AS self_size,

@@ -2,7 +2,7 @@
 // description: One object's details with its incoming and outgoing references (weak ones too), bounded.
 // param tag: string -- the snapshot's tag
 // param id: int -- the object's id
-// param limit: int = 50 in 0..1000 -- how many references to list in each direction
+// param limit: int = 20 in 0..1000 -- how many references to list in each direction
 //
 // Incoming references are listed nearest holder first, outgoing ones largest target first.
 MATCH (s:Snapshot {tag: $tag, status: 'ready'})

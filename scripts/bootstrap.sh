@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Installs everything heapdb needs for development, tests and the demo. Safe to run again: each step
 # checks first and downloads go to the usual per-user caches (~/.cache/pip, ~/.npm, ~/.m2).
+# With --fast, only what the fast test tier and scripts/check.sh need: Python and graphviz.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+fast=false
+if [ "${1:-}" = "--fast" ]; then fast=true; fi
 
 log() { printf '==> %s\n' "$*" >&2; }
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
@@ -10,11 +13,13 @@ as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 # 1. Debian packages: Java 17 and Maven run Neo4j, Node runs the V8 test programs and memlab,
 #    Chromium checks the Neo4j Browser and takes browser heap snapshots, graphviz renders SVG.
 missing=()
-command -v java >/dev/null || missing+=(openjdk-17-jre-headless)
-command -v mvn >/dev/null || missing+=(maven)
-command -v node >/dev/null || missing+=(nodejs)
-command -v npm >/dev/null || missing+=(npm)
-command -v chromium >/dev/null || missing+=(chromium)
+if [ "$fast" = false ]; then
+  command -v java >/dev/null || missing+=(openjdk-17-jre-headless)
+  command -v mvn >/dev/null || missing+=(maven)
+  command -v node >/dev/null || missing+=(nodejs)
+  command -v npm >/dev/null || missing+=(npm)
+  command -v chromium >/dev/null || missing+=(chromium)
+fi
 command -v dot >/dev/null || missing+=(graphviz)
 if ! command -v python3 >/dev/null; then
   missing+=(python3 python3-venv)
@@ -27,17 +32,23 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# 2. Python: a virtualenv in .venv with heapdb installed editable, plus the test tools.
+# 2. Python: a virtualenv in .venv with heapdb installed editable, plus the test tools and the static
+#    checks (scripts/check.sh), at the exact versions of constraints.txt. Installed again when
+#    pyproject.toml or constraints.txt is newer than the stamp.
 if [ ! -x .venv/bin/python ]; then
   log "creating .venv"
   python3 -m venv .venv
 fi
 stamp=.venv/.heapdb-installed
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-  log "installing heapdb and its Python dependencies into .venv"
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ constraints.txt -nt "$stamp" ]; then
+  log "installing heapdb and its Python dependencies into .venv (versions from constraints.txt)"
   .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -e '.[test]'
+  .venv/bin/python -m pip install -q -c constraints.txt -e '.[test,check]'
   touch "$stamp"
+fi
+
+if [ "$fast" = true ]; then
+  exit 0
 fi
 
 # 3. Node tools for the tests and benchmarks (memlab as an independent oracle). Puppeteer's own

@@ -1,12 +1,14 @@
 """The REST service: a thin FastAPI layer over the same functions the CLI calls.
 
-Errors come back as JSON bodies ``{"error": "..."}``: 401 without the bearer token (when
-``HEAPDB_API_TOKEN`` is set), 404 for an unknown snapshot, object or stored query, 422 for bad
-parameters (and for queries Neo4j rejects or stops at the timeout), 409 for a snapshot stored by an
-older heapdb (load it again), 503 when Neo4j cannot be reached.
+Errors come back as JSON bodies ``{"error": "..."}`` with the status each error class declares in
+:mod:`heapdb.errors` (404 for an unknown snapshot, object or stored query, 422 for bad parameters
+and for queries Neo4j rejects or stops at the timeout, 409 for a snapshot stored by an older heapdb,
+503 when Neo4j cannot be reached), and 401 without the bearer token when ``HEAPDB_API_TOKEN`` is set.
 
-Every answer comes from :class:`heapdb.answers.Questions`, the functions the CLI calls; the URLs are
-stable, so ``/api/snapshots/build123/objects/4711/why?format=svg`` works as a link in a bug report.
+Every answer comes from :class:`heapdb.queries.questions.Questions`, the functions the CLI calls,
+with the parameters declared once in :mod:`heapdb.queries.params`; the URLs are stable
+(:mod:`heapdb.service.links`), so ``/api/snapshots/build123/objects/4711/why?format=svg`` works as
+a link in a bug report.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import os
 import secrets
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Literal
 
 import neo4j.exceptions
@@ -24,9 +26,12 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from heapdb import __version__, answers, db, render
-from heapdb.errors import DatabaseUnavailable, HeapdbError, NotFound, OutdatedSnapshot, QueryError
-from heapdb.queries import catalog
+from heapdb import __version__, db, render
+from heapdb.errors import HeapdbError, NotFound, ParameterError
+from heapdb.queries import catalog, params, results
+from heapdb.queries.cache import AnswerCache
+from heapdb.queries.questions import Questions
+from heapdb.service import links
 
 
 class DatabaseHandle:
@@ -50,6 +55,8 @@ class DatabaseHandle:
 
 
 GRAPH_MEDIA = {"json": "application/json", "dot": "text/vnd.graphviz; charset=utf-8", "svg": "image/svg+xml"}
+GRAPH_RESPONSES: dict[int | str, dict[str, Any]] = {200: {"content": {m: {} for m in GRAPH_MEDIA.values()}}}
+GraphFormat = Annotated[Literal["json", "dot", "svg"], Query(description="json, or a drawing: GraphViz dot or SVG")]
 
 
 def create_app(
@@ -73,24 +80,18 @@ def create_app(
     # A short retry window: while Neo4j is away, requests should get a 503 quickly, not hang.
     handle = DatabaseHandle(connect or (lambda: db.connect(start_managed=False, retry_seconds=2.0)))
     app.state.database = handle
-    query_timeout = timeout if timeout is not None else float(os.environ.get("HEAPDB_QUERY_TIMEOUT", answers.DEFAULT_TIMEOUT))
+    query_timeout = (
+        timeout if timeout is not None else float(os.environ.get("HEAPDB_QUERY_TIMEOUT", params.DEFAULT_TIMEOUT))
+    )
     api_token = token if token is not None else os.environ.get("HEAPDB_API_TOKEN") or None
-    cache = answers.AnswerCache()
+    cache = AnswerCache()
 
-    def questions() -> answers.Questions:
-        return answers.Questions(handle.get(), query_timeout, cache)
+    def questions() -> Questions:
+        return Questions(handle.get(), query_timeout, cache)
 
     @app.exception_handler(HeapdbError)
     async def heapdb_error(request: Request, error: HeapdbError) -> JSONResponse:
-        if isinstance(error, DatabaseUnavailable):
-            return JSONResponse({"error": str(error)}, status_code=503)
-        if isinstance(error, NotFound):
-            return JSONResponse({"error": str(error)}, status_code=404)
-        if isinstance(error, OutdatedSnapshot):
-            return JSONResponse({"error": str(error)}, status_code=409)
-        if isinstance(error, QueryError):
-            return JSONResponse({"error": str(error)}, status_code=422)
-        return JSONResponse({"error": str(error)}, status_code=400)
+        return JSONResponse({"error": str(error)}, status_code=error.http_status)
 
     @app.exception_handler(neo4j.exceptions.DriverError)
     @app.exception_handler(neo4j.exceptions.TransientError)
@@ -102,145 +103,141 @@ def create_app(
 
     @app.exception_handler(RequestValidationError)
     async def bad_request(request: Request, error: RequestValidationError) -> JSONResponse:
-        problems = "; ".join(f"{'.'.join(str(x) for x in e['loc'][1:]) or e['loc'][0]}: {e['msg']}" for e in error.errors())
+        problems = "; ".join(
+            f"{'.'.join(str(x) for x in e['loc'][1:]) or e['loc'][0]}: {e['msg']}" for e in error.errors()
+        )
         return JSONResponse({"error": f"bad parameters: {problems}"}, status_code=422)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, error: StarletteHTTPException) -> JSONResponse:
-        return JSONResponse({"error": str(error.detail)}, status_code=error.status_code, headers=getattr(error, "headers", None))
+        return JSONResponse(
+            {"error": str(error.detail)}, status_code=error.status_code, headers=getattr(error, "headers", None)
+        )
 
     @app.middleware("http")
-    async def require_token(request: Request, call_next):  # type: ignore[no-untyped-def]
+    async def require_token(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
         path = request.url.path
         if api_token and path.startswith("/api/") and path != "/api/health":
             scheme, _, given = request.headers.get("authorization", "").partition(" ")
             if scheme.lower() != "bearer" or not secrets.compare_digest(given.strip().encode(), api_token.encode()):
-                return JSONResponse({"error": "missing or wrong bearer token (Authorization: Bearer <HEAPDB_API_TOKEN>)"}, status_code=401, headers={"WWW-Authenticate": "Bearer"})
+                return JSONResponse(
+                    {"error": "missing or wrong bearer token (Authorization: Bearer <HEAPDB_API_TOKEN>)"},
+                    status_code=401,
+                    headers={"WWW-Authenticate": "Bearer"},
+                )
         return await call_next(request)
 
     @app.get("/api/health", summary="Whether the service can reach Neo4j")
     def health() -> dict[str, object]:
         rows = handle.get().read("CALL dbms.components() YIELD name, versions, edition RETURN *", timeout=10)
-        return {"status": "ok", "heapdb": __version__, "neo4j": [f"{r['name']} {r['versions'][0]} {r['edition']}" for r in rows]}
+        return {
+            "status": "ok",
+            "heapdb": __version__,
+            "neo4j": [f"{r['name']} {r['versions'][0]} {r['edition']}" for r in rows],
+        }
 
     @app.get("/api/snapshots", summary="The snapshots that can be queried (status ready)")
     def snapshots() -> list[dict[str, Any]]:
-        return questions().snapshots()
+        return [s.as_dict() for s in questions().snapshots()]
 
-    @app.get("/api/snapshots/{tag}", summary="One snapshot")
+    @app.get(links.SNAPSHOT, summary="One snapshot")
     def snapshot(tag: str) -> dict[str, Any]:
-        return questions().snapshot(tag)
+        return questions().snapshot(tag).as_dict()
 
-    @app.get("/api/snapshots/{tag}/objects/{object_id}", summary="An object with its incoming and outgoing references")
-    def object_details(tag: str, object_id: int, limit: Annotated[int, Query(ge=0, le=answers.MAX_LIMIT)] = 20) -> Any:
-        return answers.to_json(questions().object(tag, object_id, limit=limit))
+    @app.get(links.OBJECT, summary="An object with its incoming and outgoing references")
+    def object_details(tag: str, object_id: int, p: Annotated[params.ObjectDetails, Query()]) -> Any:
+        return links.to_json(questions().object(tag, object_id, p))
 
-    @app.get("/api/snapshots/{tag}/find", summary="Objects of a type whose name contains a text, largest retained first")
-    def find(
-        tag: str,
-        type: Annotated[str, Query(min_length=1)],
-        name_contains: str = "",
-        limit: Annotated[int, Query(ge=1, le=answers.MAX_LIMIT)] = 10,
-    ) -> Any:
-        return answers.to_json(questions().find(tag, type, name_contains, limit=limit))
+    @app.get(links.SNAPSHOT + "/find", summary="Objects of a type whose name contains a text, largest retained first")
+    def find(tag: str, p: Annotated[params.Find, Query()]) -> Any:
+        return links.to_json(questions().find(tag, p))
 
-    @app.get(
-        "/api/snapshots/{tag}/objects/{object_id}/why",
-        summary="Why is this object alive: retaining paths from the root",
-        responses={200: {"content": {m: {} for m in GRAPH_MEDIA.values()}}},
-    )
-    def why(
-        tag: str,
-        object_id: int,
-        k: Annotated[int, Query(ge=1, le=answers.MAX_K, description="paths, each ending with a different retaining reference")] = 1,
-        ignore_name: Annotated[list[str], Query(description="reference names to avoid")] = [],  # noqa: B006 - FastAPI copies defaults
-        ignore_type: Annotated[list[str], Query(description="object types to avoid")] = [],  # noqa: B006
-        ignore_id: Annotated[list[int], Query(description="object ids to avoid")] = [],  # noqa: B006
-        format: Annotated[Literal["json", "dot", "svg"], Query()] = "json",
-    ) -> Response:
-        answer = questions().why_alive(tag, object_id, k=k, ignore_names=ignore_name, ignore_types=ignore_type, ignore_ids=ignore_id)
-        return _graph_response(answer, format)
+    @app.get(links.WHY, summary="Why is this object alive: retaining paths from the root", responses=GRAPH_RESPONSES)
+    def why(tag: str, object_id: int, p: Annotated[params.Why, Query()], format: GraphFormat = "json") -> Response:
+        return _graph_response(questions().why_alive(tag, object_id, p), format)
 
     @app.get(
-        "/api/snapshots/{tag}/objects/{object_id}/dominators",
+        links.OBJECT + "/dominators",
         summary="The chain of immediate dominators from the root to this object",
-        responses={200: {"content": {m: {} for m in GRAPH_MEDIA.values()}}},
+        responses=GRAPH_RESPONSES,
     )
-    def dominators(tag: str, object_id: int, format: Annotated[Literal["json", "dot", "svg"], Query()] = "json") -> Response:
+    def dominators(tag: str, object_id: int, format: GraphFormat = "json") -> Response:
         return _graph_response(questions().dominators(tag, object_id), format)
 
     @app.get(
-        "/api/snapshots/{tag}/objects/{object_id}/retains",
+        links.OBJECT + "/retains",
         summary="What this object keeps alive: its dominated subtree, largest first",
-        responses={200: {"content": {m: {} for m in GRAPH_MEDIA.values()}}},
+        responses=GRAPH_RESPONSES,
     )
     def retains(
-        tag: str,
-        object_id: int,
-        depth: Annotated[int, Query(ge=1, le=answers.MAX_DEPTH)] = 3,
-        limit: Annotated[int, Query(ge=1, le=answers.MAX_LIMIT)] = 50,
-        format: Annotated[Literal["json", "dot", "svg"], Query()] = "json",
+        tag: str, object_id: int, p: Annotated[params.Retains, Query()], format: GraphFormat = "json"
     ) -> Response:
-        return _graph_response(questions().retains(tag, object_id, depth=depth, limit=limit), format)
+        return _graph_response(questions().retains(tag, object_id, p), format)
 
-    @app.get("/api/snapshots/{tag}/top", summary="The objects that retain most")
-    def top(
-        tag: str,
-        type: str | None = None,
-        limit: Annotated[int, Query(ge=1, le=answers.MAX_LIMIT)] = 20,
-    ) -> Any:
-        return answers.to_json(questions().top(tag, type_name=type, limit=limit))
+    @app.get(links.SNAPSHOT + "/top", summary="The objects that retain most")
+    def top(tag: str, p: Annotated[params.Top, Query()]) -> Any:
+        return links.to_json(questions().top(tag, p))
 
-    @app.get("/api/snapshots/{tag}/types", summary="Count, shallow size and retained size per type")
-    def types(
-        tag: str,
-        sort: Literal["count", "self_size", "retained_size", "max_retained_size"] = "self_size",
-        limit: Annotated[int, Query(ge=1, le=10_000)] = 50,
-    ) -> Any:
-        return answers.to_json(questions().types(tag, sort=sort, limit=limit))
+    @app.get(links.SNAPSHOT + "/types", summary="Count, shallow size and retained size per type")
+    def types(tag: str, p: Annotated[params.Types, Query()]) -> Any:
+        return links.to_json(questions().types(tag, p))
 
-    @app.get("/api/diff/{before}/{after}", summary="What grew between two snapshots, per type or per retainer path, or object by object")
+    @app.get(
+        "/api/diff/{before}/{after}",
+        summary="What grew between two snapshots, per type or per retainer path, or object by object",
+        description="`format=svg` draws a diff by path as a flame graph of the growth (width = bytes).",
+        responses={200: {"content": {GRAPH_MEDIA["json"]: {}, GRAPH_MEDIA["svg"]: {}}}},
+    )
     def diff(
-        before: str,
-        after: str,
-        by: Annotated[Literal["type", "path", "object"], Query(description="object: matched by id and type; see `warnings`")] = "type",
-        limit: Annotated[int, Query(ge=1, le=10_000)] = 50,
-        samples: Annotated[int, Query(ge=0, le=20, description="by object: the largest new objects listed per type")] = 3,
-    ) -> Any:
-        return answers.to_json(questions().diff(before, after, by=by, limit=limit, samples=samples))
+        before: str, after: str, p: Annotated[params.Diff, Query()], format: Literal["json", "svg"] = "json"
+    ) -> Response:
+        if format == "svg" and p.by != "path":
+            raise ParameterError("format=svg draws retainer paths: use it with by=path")
+        answer = questions().diff(before, after, p)
+        if format == "svg":
+            assert isinstance(answer, results.Diff)
+            drawing = render.growth_flamegraph(answer)
+            if drawing is None:
+                raise NotFound(f"nothing grew from {before} to {after}: there is no flame graph to draw")
+            return Response(drawing, media_type=GRAPH_MEDIA["svg"])
+        return JSONResponse(links.to_json(answer))
 
     @app.get("/api/leaks", summary="memlab's three-snapshot leak candidates, clustered by retainer path")
     def leaks(
         baseline: Annotated[str, Query(min_length=1)],
         target: Annotated[str, Query(min_length=1)],
         final: Annotated[str, Query(min_length=1)],
-        by: Annotated[Literal["id", "path"], Query(description="id: memlab's rule (stable ids); path: retainer paths' totals")] = "id",
-        limit: Annotated[int, Query(ge=1, le=answers.MAX_LIMIT)] = 20,
+        p: Annotated[params.Leaks, Query()],
     ) -> Any:
-        return answers.to_json(questions().leaks(baseline, target, final, by=by, limit=limit))
+        # Each cluster's `why` is its first sample's why-alive permalink, which serves dot and svg too.
+        return links.to_json(questions().leaks(baseline, target, final, p))
 
-    @app.get("/api/growth", summary="Types or retainer paths whose size grew at every step across three or more snapshots")
+    @app.get(
+        "/api/growth", summary="Types or retainer paths whose size grew at every step across three or more snapshots"
+    )
     def growth(
-        tag: Annotated[list[str], Query(description="the snapshots' tags, oldest first (repeat the key, at least three)")],
-        by: Literal["type", "path"] = "type",
-        limit: Annotated[int, Query(ge=1, le=10_000)] = 50,
+        tag: Annotated[
+            list[str], Query(description="the snapshots' tags, oldest first (repeat the key, at least three)")
+        ],
+        p: Annotated[params.Growth, Query()],
     ) -> Any:
-        return answers.to_json(questions().growth(tag, by=by, limit=limit))
+        return links.to_json(questions().growth(tag, p))
 
-    @app.get("/api/snapshots/{tag}/suspects", summary="Eclipse MAT-style leak suspects: big objects with their accumulation points, big types")
-    def suspects(
-        tag: str,
-        share: Annotated[float, Query(gt=0, le=1, description="the share of the reachable heap a suspect retains")] = 0.1,
-        ratio: Annotated[float, Query(gt=0.5, le=1, description="descend through children holding at least this share of their parent")] = 0.8,
-        limit: Annotated[int, Query(ge=1, le=answers.MAX_LIMIT)] = 20,
-    ) -> Any:
-        return answers.to_json(questions().suspects(tag, share=share, ratio=ratio, limit=limit))
+    @app.get(
+        links.SNAPSHOT + "/suspects",
+        summary="Eclipse MAT-style leak suspects: big objects with their accumulation points, big types",
+    )
+    def suspects(tag: str, p: Annotated[params.Suspects, Query()]) -> Any:
+        return links.to_json(questions().suspects(tag, p))
 
     @app.get("/api/queries", summary="The stored queries and their parameters")
     def stored_queries() -> list[dict[str, Any]]:
         return [q.as_dict() for q in catalog.catalog().values()]
 
-    @app.get("/api/queries/{name}", summary="Run a stored query; its parameters come as query string keys (repeat a key for a list)")
+    @app.get(
+        "/api/queries/{name}",
+        summary="Run a stored query; its parameters come as query string keys (repeat a key for a list)",
+    )
     def run_query(name: str, request: Request) -> dict[str, Any]:
         stored = catalog.get(name)
         values: dict[str, list[str]] = {}
@@ -252,9 +249,9 @@ def create_app(
     return app
 
 
-def _graph_response(answer: Any, fmt: str) -> Response:
+def _graph_response(answer: results.WhyAlive | results.DominatorChain | results.Retains, fmt: str) -> Response:
     if fmt == "dot":
         return Response(render.dot(answer), media_type=GRAPH_MEDIA["dot"])
     if fmt == "svg":
         return Response(render.svg(answer), media_type=GRAPH_MEDIA["svg"])
-    return JSONResponse(answers.to_json(answer))
+    return JSONResponse(links.to_json(answer))

@@ -1,4 +1,25 @@
-"""Fixtures for the whole suite. Each group lives in tests/support/ and is pulled in here."""
+"""Fixtures for the whole suite, and the test tiers. Each group lives in tests/support/ and is pulled in here."""
 
+from collections.abc import Iterator
+
+import pytest
+
+from tests.support import tiers
 from tests.support.neo4j_fixtures import database, isolated_heapdb_home, neo4j_server_settings  # noqa: F401
 from tests.support.v8_fixtures import leak_snapshot, leak_snapshots, memlab_oracle, node_tools  # noqa: F401
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by these markers
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test neo4j / node / chromium from the fixtures and helpers it uses (tests/support/tiers.py)."""
+    tiers.mark(items)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    """Let the helpers declared with `tiers.needs` see which test calls them, to fail unmarked ones."""
+    tiers.running = item
+    try:
+        return (yield)
+    finally:
+        tiers.running = None

@@ -67,8 +67,16 @@ def random_graph(rng: np.random.Generator, *, v8: bool = False) -> HeapGraph:
     dst = rng.integers(0, n, size=m)
     # Mostly strong edges, some weak and shortcut ones.
     kinds = rng.choice(
-        [EdgeKind.PROPERTY, EdgeKind.ELEMENT, EdgeKind.INTERNAL, EdgeKind.CONTEXT, EdgeKind.HIDDEN,
-         EdgeKind.REFERENCE, EdgeKind.WEAK, EdgeKind.SHORTCUT],
+        [
+            EdgeKind.PROPERTY,
+            EdgeKind.ELEMENT,
+            EdgeKind.INTERNAL,
+            EdgeKind.CONTEXT,
+            EdgeKind.HIDDEN,
+            EdgeKind.REFERENCE,
+            EdgeKind.WEAK,
+            EdgeKind.SHORTCUT,
+        ],
         size=m,
         p=[0.2, 0.15, 0.1, 0.05, 0.05, 0.15, 0.15, 0.15],
     )
@@ -252,10 +260,12 @@ def test_v8_semantics_equal_brute_force(seed: int) -> None:
             continue
         checked += 1
         covered, idom, retained, count, _ = brute_force(graph, edges, graph.self_size)
-        for v in np.flatnonzero(covered):
+        for v in np.flatnonzero(covered).tolist():
             if v != root:
                 assert (result.idom[v], result.retained_size[v], result.retained_count[v]) == (
-                    idom[v], retained[v], count[v]
+                    idom[v],
+                    retained[v],
+                    count[v],
                 )
     assert checked >= 10
 

@@ -73,7 +73,9 @@ window.ready = true;
 """
 
 
-@pytest.mark.skipif(find_chromium() is None, reason="no Chromium on PATH (apt-get install chromium) for browser snapshots")
+@pytest.mark.skipif(
+    find_chromium() is None, reason="no Chromium on PATH (apt-get install chromium) for browser snapshots"
+)
 def test_chromium_snapshot_equals_memlab(tmp_path: Path, memlab_oracle) -> None:
     page = tmp_path / "page.html"
     page.write_text(BROWSER_PAGE)
@@ -158,9 +160,7 @@ def random_v8_snapshot(rng: np.random.Generator, n: int, density: float = 3.0) -
 @pytest.mark.parametrize(
     "seed,n,density", [(0, 40, 3.0), (1, 300, 3.0), (2, 2000, 3.0), (3, 5000, 3.0), (4, 3000, 1.2), (5, 3000, 6.0)]
 )
-def test_random_snapshots_equal_memlab(
-    tmp_path: Path, memlab_oracle, seed: int, n: int, density: float
-) -> None:
+def test_random_snapshots_equal_memlab(tmp_path: Path, memlab_oracle, seed: int, n: int, density: float) -> None:
     path = tmp_path / f"random-{seed}.heapsnapshot"
     path.write_text(json.dumps(random_v8_snapshot(np.random.default_rng(seed), n, density)))
     graph = read_graph(path)

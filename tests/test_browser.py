@@ -10,6 +10,8 @@ import pytest
 
 from heapdb import config
 
+pytestmark = pytest.mark.chromium  # runs the chromium binary itself (and needs Neo4j, from its fixture)
+
 CHROMIUM_FLAGS = [
     "--headless",
     "--no-sandbox",
@@ -30,7 +32,14 @@ def test_browser_app_loads(neo4j_server_settings: config.ManagedSettings, tmp_pa
     # --dump-dom prints the DOM after the page's scripts ran, so this sees the rendered React app,
     # not the static index.html.
     result = subprocess.run(
-        [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=20000", "--dump-dom", url],
+        [
+            chromium,
+            *CHROMIUM_FLAGS,
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--virtual-time-budget=20000",
+            "--dump-dom",
+            url,
+        ],
         capture_output=True,
         text=True,
         timeout=180,

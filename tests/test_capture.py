@@ -122,13 +122,16 @@ def test_a_leak_into_a_module_list_is_captured(tmp_path: Path) -> None:
     closure = child(g, child(g, main, "__dict__"), "CLOSURE")
     cell = int(g.edge_to[next(iter(g.out_edges(child(g, closure, "__closure__"))))])
     assert g.type_name(child(g, cell, "captured_thing")) == "__main__.Secret"
-    frame = child(g, group(g, "thread"), next(
-        g.edge_label(e) for e in g.out_edges(group(g, "thread")) if g.edge_label(e).startswith("MainThread")))
+    frame = child(
+        g,
+        group(g, "thread"),
+        next(g.edge_label(e) for e in g.out_edges(group(g, "thread")) if g.edge_label(e).startswith("MainThread")),
+    )
     assert g.type_name(frame) == "frame"
     assert g.type_name(child(g, frame, "local_marker")) == "__main__.Marker"
     # The capture's own frames and bookkeeping stay out of the snapshot.
     assert "heapdb.capture._Walker" not in counts
-    assert "heapdb.loader.formats.snapbin.SnapbinWriter" not in counts
+    assert "heapdb.loader.formats.snapbin.writer.SnapbinWriter" not in counts
 
     assert g.meta["runtime"] == "cpython" and g.meta["runtime_version"] == platform.python_version()
     assert g.meta["total_heap_bytes"] == int(g.self_size.sum())

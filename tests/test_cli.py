@@ -43,13 +43,19 @@ def test_version() -> None:
 def test_user_error_has_no_traceback_and_debug_shows_it(tmp_path) -> None:
     env_uri = {"NEO4J_URI": "bogus://nowhere", "NEO4J_PASSWORD": "x"}
     plain = subprocess.run(
-        [sys.executable, "-m", "heapdb", "cypher", "RETURN 1"], capture_output=True, text=True, env={**_env(), **env_uri}
+        [sys.executable, "-m", "heapdb", "cypher", "RETURN 1"],
+        capture_output=True,
+        text=True,
+        env={**_env(), **env_uri},
     )
     assert plain.returncode == 3
     assert plain.stderr.startswith("heapdb: error: cannot use 'bogus://nowhere' as a Neo4j address")
     assert "Traceback" not in plain.stderr
     debug = subprocess.run(
-        [sys.executable, "-m", "heapdb", "--debug", "cypher", "RETURN 1"], capture_output=True, text=True, env={**_env(), **env_uri}
+        [sys.executable, "-m", "heapdb", "--debug", "cypher", "RETURN 1"],
+        capture_output=True,
+        text=True,
+        env={**_env(), **env_uri},
     )
     assert debug.returncode != 0
     assert "Traceback" in debug.stderr
@@ -65,3 +71,24 @@ def _env() -> dict[str, str]:
     import os
 
     return dict(os.environ)
+
+
+def test_a_closed_pipe_ends_quietly() -> None:
+    """`heapdb ... | head` when head has stopped reading: no traceback, no "internal error", and the
+    status of a process ended by SIGPIPE, as Unix tools give."""
+    import os
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before heapdb writes a byte
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "heapdb", "queries"],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        os.close(write_end)
+    assert done.returncode == 141, done.stderr
+    assert done.stderr == ""

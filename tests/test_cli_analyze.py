@@ -84,9 +84,17 @@ def small_graph() -> HeapGraph:
     names = ["a", "b", "c", "d", "e", "f", "g"]
     strings = ["", "Thing", "(root)", "(global roots)", "x", *names]
     n = 9  # a..g, then (root), (global roots)
-    edges = [(7, 8, EdgeKind.REFERENCE), (8, 0, EdgeKind.REFERENCE), (0, 1, EdgeKind.REFERENCE),
-             (0, 2, EdgeKind.REFERENCE), (1, 3, EdgeKind.REFERENCE), (2, 3, EdgeKind.REFERENCE),
-             (3, 4, EdgeKind.REFERENCE), (0, 5, EdgeKind.WEAK), (6, 4, EdgeKind.REFERENCE)]
+    edges = [
+        (7, 8, EdgeKind.REFERENCE),
+        (8, 0, EdgeKind.REFERENCE),
+        (0, 1, EdgeKind.REFERENCE),
+        (0, 2, EdgeKind.REFERENCE),
+        (1, 3, EdgeKind.REFERENCE),
+        (2, 3, EdgeKind.REFERENCE),
+        (3, 4, EdgeKind.REFERENCE),
+        (0, 5, EdgeKind.WEAK),
+        (6, 4, EdgeKind.REFERENCE),
+    ]
     src, dst, kind = zip(*edges)
     edge_start, edge_to, edge_kind, edge_name = csr_from_coo(
         n, np.array(src), np.array(dst), np.array(kind, dtype=np.uint8), np.full(len(edges), 4)

@@ -28,7 +28,9 @@ def sample(path: Path, *, objects: int = 60) -> Path:
     with SnapbinWriter(path, chunk_objects=16) as w:
         w.set_metadata(runtime="testrt", runtime_version="1.2.3", gc_count=4)
         w.add_object(1, w.add_type("Module", "module"), 100, [(2, EdgeKind.PROPERTY, "items")])
-        w.add_object(2, w.add_type("List", "array"), 8 * objects, [(10 + i, EdgeKind.ELEMENT, i) for i in range(objects)])
+        w.add_object(
+            2, w.add_type("List", "array"), 8 * objects, [(10 + i, EdgeKind.ELEMENT, i) for i in range(objects)]
+        )
         for i in range(objects):
             w.add_object(10 + i, "Item", 32, [(1000 + i, EdgeKind.PROPERTY, "blob")])
             w.add_object(1000 + i, w.add_type("Blob", "object"), 500 + i, name=f"blob {i}")
@@ -76,8 +78,10 @@ def type_counts(g: HeapGraph) -> Counter[str]:
     return Counter(g.type_name(i) for i in range(g.node_count))
 
 
-@pytest.mark.skipif(importlib.util.find_spec("heapdb.loader.formats.heapsnapshot_export") is None,
-                    reason="the .heapsnapshot exporter is not part of this build")
+@pytest.mark.skipif(
+    importlib.util.find_spec("heapdb.loader.formats.heapsnapshot_export") is None,
+    reason="the .heapsnapshot exporter is not part of this build",
+)
 def test_convert_to_heapsnapshot_by_suffix_and_back(tmp_path: Path) -> None:
     source = sample(tmp_path / "a.snapbin")
     chrome = tmp_path / "out.heapsnapshot"

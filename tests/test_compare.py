@@ -18,12 +18,14 @@ import pytest
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
-from heapdb.answers import ObjectDiff, Questions
 from heapdb.cli import main
 from heapdb.db import Database
+from heapdb.errors import ParameterError
 from heapdb.loader import analysis, formats, store
 from heapdb.loader.paths import describe_path, first_paths
-from heapdb.queries.catalog import ParameterError
+from heapdb.queries import params
+from heapdb.queries.questions import Questions
+from heapdb.queries.results import Diff, Leaks, ObjectDiff, ObjectRef
 from heapdb.service.app import create_app
 from tests.support.snapshots import LUAU_FIXTURES
 
@@ -80,7 +82,8 @@ def type_counts(graph, result) -> Counter:
 
 def test_diff_by_type_equals_in_process_counts(database: Database, loaded) -> None:
     tags, local = loaded
-    answer = Questions(database).diff(tags["baseline"], tags["final"], by="type", limit=10_000)
+    answer = Questions(database).diff(tags["baseline"], tags["final"], params.Diff(by="type", limit=10_000))
+    assert isinstance(answer, Diff)
     before, after = type_counts(*local["baseline"]), type_counts(*local["final"])
     got = {c.label: (c.count_before, c.count_after) for c in answer.changes}
     assert got == {t: (before.get(t, 0), after.get(t, 0)) for t in set(before) | set(after)}
@@ -93,7 +96,8 @@ def test_diff_by_type_equals_in_process_counts(database: Database, loaded) -> No
 
 def test_diff_by_path_equals_in_process_signatures(database: Database, loaded) -> None:
     tags, local = loaded
-    answer = Questions(database).diff(tags["baseline"], tags["final"], by="path", limit=2000)
+    answer = Questions(database).diff(tags["baseline"], tags["final"], params.Diff(by="path", limit=2000))
+    assert isinstance(answer, Diff)
     expected: dict[str, list[int]] = {}
     for side, label in enumerate(("baseline", "final")):
         graph, result = local[label]
@@ -119,15 +123,22 @@ def test_diff_by_path_equals_in_process_signatures(database: Database, loaded) -
 
 def test_leaks_follow_memlabs_model(database: Database, loaded) -> None:
     tags, local = loaded
-    answer = Questions(database).leaks(tags["baseline"], tags["target"], tags["final"], limit=1000)
+    answer = Questions(database).leaks(tags["baseline"], tags["target"], tags["final"], params.Leaks(limit=1000))
     baseline_ids = set(local["baseline"][0].ids.tolist())
     target_ids = set(local["target"][0].ids.tolist())
     graph, result = local["final"]
     keep = members(graph, result)
-    candidates = np.array([keep[i] and int(graph.ids[i]) in target_ids and int(graph.ids[i]) not in baseline_ids for i in range(graph.node_count)])
+    candidates = np.array(
+        [
+            keep[i] and int(graph.ids[i]) in target_ids and int(graph.ids[i]) not in baseline_ids
+            for i in range(graph.node_count)
+        ]
+    )
     expected = Counter(first_paths(graph, result.retaining).signature[candidates].tolist())
     assert len(answer.clusters) == min(1000, len(expected))
-    assert {c.signature: c.objects for c in answer.clusters} == {c.signature: expected[c.signature] for c in answer.clusters}
+    assert {c.signature: c.objects for c in answer.clusters} == {
+        c.signature: expected[c.signature] for c in answer.clusters
+    }
     # leak.js allocated 200 units between baseline and target: the cache's items and the listeners'
     # closures are among the top clusters, and their paths name the cache and the listener list.
     top = answer.clusters[:4]
@@ -140,7 +151,9 @@ def test_leaks_follow_memlabs_model(database: Database, loaded) -> None:
 def test_cli_and_rest_give_the_same_answers(database: Database, loaded, tmp_path: Path) -> None:
     tags, _ = loaded
     svg = tmp_path / "growth.svg"
-    result = CliRunner().invoke(main, ["diff", tags["baseline"], tags["final"], "--by", "path", "--svg", str(svg), "--format", "json"])
+    result = CliRunner().invoke(
+        main, ["diff", tags["baseline"], tags["final"], "--by", "path", "--svg", str(svg), "--format", "json"]
+    )
     assert result.exit_code == 0, result.output
     assert svg.read_text().startswith("<svg") and "LeakedItem" in svg.read_text()
     cli = CliRunner().invoke(main, ["leaks", tags["baseline"], tags["target"], tags["final"], "--format", "json"])
@@ -149,13 +162,25 @@ def test_cli_and_rest_give_the_same_answers(database: Database, loaded, tmp_path
     assert f"heapdb why {tags['final']}" in text.stdout
 
     client = TestClient(create_app())
-    rest = client.get("/api/leaks", params={"baseline": tags["baseline"], "target": tags["target"], "final": tags["final"], "limit": 10})
+    # No limit on either side: the CLI and REST share every default (heapdb.queries.params).
+    rest = client.get(
+        "/api/leaks", params={"baseline": tags["baseline"], "target": tags["target"], "final": tags["final"]}
+    )
     assert rest.status_code == 200
     import json
 
     assert rest.json() == json.loads(cli.stdout)
     # Each candidate links to its why-alive answer, as JSON and as dot.
+    # The flame graph the CLI writes is served too.
+    drawing = client.get(f"/api/diff/{tags['baseline']}/{tags['final']}", params={"by": "path", "format": "svg"})
+    assert drawing.status_code == 200 and drawing.headers["content-type"].startswith("image/svg+xml")
+    assert drawing.text == svg.read_text()
+    assert (
+        client.get(f"/api/diff/{tags['baseline']}/{tags['final']}", params={"by": "type", "format": "svg"}).status_code
+        == 422
+    )
     permalink = rest.json()["clusters"][0]["why"]
+    assert permalink == f"/api/snapshots/{tags['final']}/objects/{rest.json()['clusters'][0]['sample_ids'][0]}/why"
     assert client.get(permalink).status_code == 200
     assert client.get(permalink, params={"format": "dot"}).text.startswith("digraph")
     by_path = client.get(f"/api/diff/{tags['baseline']}/{tags['final']}", params={"by": "path", "limit": 5})
@@ -176,7 +201,9 @@ def turnover(before, after) -> tuple[dict[str, list[int]], dict[str, list[tuple[
     now = set()
     figures: dict[str, list[int]] = {}
     fresh: dict[str, list[tuple[int, int]]] = {}
-    for i, t, size, retained in zip(ga.ids[keep].tolist(), ga.type[keep].tolist(), ga.self_size[keep].tolist(), ra.retained_size[keep].tolist()):
+    for i, t, size, retained in zip(
+        ga.ids[keep].tolist(), ga.type[keep].tolist(), ga.self_size[keep].tolist(), ra.retained_size[keep].tolist()
+    ):
         key = (i, ga.strings[t])
         now.add(key)
         row = figures.setdefault(key[1], [0] * 6)
@@ -187,7 +214,9 @@ def turnover(before, after) -> tuple[dict[str, list[int]], dict[str, list[tuple[
             row[0] += 1
             row[1] += size
             fresh.setdefault(key[1], []).append((-retained, i))
-    for i, t, size in zip(gb.ids[members(gb, rb)].tolist(), gb.type[members(gb, rb)].tolist(), gb.self_size[members(gb, rb)].tolist()):
+    for i, t, size in zip(
+        gb.ids[members(gb, rb)].tolist(), gb.type[members(gb, rb)].tolist(), gb.self_size[members(gb, rb)].tolist()
+    ):
         if (i, gb.strings[t]) not in now:
             row = figures.setdefault(gb.strings[t], [0] * 6)
             row[4] += 1
@@ -211,45 +240,67 @@ def id_check(before, after) -> tuple[int, int, int]:
 
 def test_diff_by_object_equals_in_process_matching(database: Database, loaded) -> None:
     tags, local = loaded
-    answer = Questions(database).diff(tags["baseline"], tags["final"], by="object", limit=10_000, samples=3)
+    answer = Questions(database).diff(
+        tags["baseline"], tags["final"], params.Diff(by="object", limit=10_000, samples=3)
+    )
     assert isinstance(answer, ObjectDiff)
     figures, fresh = turnover(local["baseline"], local["final"])
-    got = {t.type: [t.new_count, t.new_size, t.survived_count, t.survived_size, t.freed_count, t.freed_size] for t in answer.types}
+    got = {
+        t.type: [t.new_count, t.new_size, t.survived_count, t.survived_size, t.freed_count, t.freed_size]
+        for t in answer.types
+    }
     assert got == figures
     total = answer.total
-    assert [total.new_count, total.new_size, total.survived_count, total.survived_size, total.freed_count, total.freed_size] == np.sum(
-        list(figures.values()), axis=0
-    ).tolist()
+    assert [
+        total.new_count,
+        total.new_size,
+        total.survived_count,
+        total.survived_size,
+        total.freed_count,
+        total.freed_size,
+    ] == np.sum(list(figures.values()), axis=0).tolist()
     new_sizes = [t.new_size for t in answer.types]
     assert new_sizes == sorted(new_sizes, reverse=True)
     for t in answer.types:
         assert [s.id for s in t.samples] == [i for _, i in fresh.get(t.type, [])[:3]], t.type
-        assert all(s.why == f"/api/snapshots/{tags['final']}/objects/{s.id}/why" for s in t.samples)
+        assert all(s.why == ObjectRef(tags["final"], s.id) for s in t.samples)
     # leak.js added 500 items after the baseline and freed none of the first 100.
     leaked = next(t for t in answer.types if t.type == "LeakedItem")
     assert (leaked.new_count, leaked.survived_count, leaked.freed_count) == (500, 100, 0)
     # One process: ids are stable, the data agree, nothing to warn about.
-    assert (answer.check.after_objects, answer.check.shared, answer.check.retyped) == id_check(local["baseline"], local["final"])
+    assert (answer.check.after_objects, answer.check.shared, answer.check.retyped) == id_check(
+        local["baseline"], local["final"]
+    )
     assert answer.warnings == []
     # A limit lists fewer types, not smaller totals.
-    short = Questions(database).diff(tags["baseline"], tags["final"], by="object", limit=2, samples=0)
+    short = Questions(database).diff(tags["baseline"], tags["final"], params.Diff(by="object", limit=2, samples=0))
+    assert isinstance(short, ObjectDiff)
     assert len(short.types) == 2 and short.total == answer.total and all(not t.samples for t in short.types)
 
 
 def test_diff_by_object_says_when_ids_are_addresses(database: Database, loaded, luau_loaded) -> None:
     tags, local = luau_loaded
-    answer = Questions(database).diff(tags["baseline"], tags["final"], by="object", limit=10_000)
+    answer = Questions(database).diff(tags["baseline"], tags["final"], params.Diff(by="object", limit=10_000))
+    assert isinstance(answer, ObjectDiff)
     figures, _ = turnover(local["baseline"], local["final"])
-    assert {t.type: [t.new_count, t.new_size, t.survived_count, t.survived_size, t.freed_count, t.freed_size] for t in answer.types} == figures
-    assert (answer.check.after_objects, answer.check.shared, answer.check.retyped) == id_check(local["baseline"], local["final"])
+    assert {
+        t.type: [t.new_count, t.new_size, t.survived_count, t.survived_size, t.freed_count, t.freed_size]
+        for t in answer.types
+    } == figures
+    assert (answer.check.after_objects, answer.check.shared, answer.check.retyped) == id_check(
+        local["baseline"], local["final"]
+    )
     assert any("luau" in w and "addresses" in w for w in answer.warnings)
     assert any("by path" in w for w in answer.warnings)
     retyped_share = answer.check.retyped / max(answer.check.shared, 1)
     assert any("different type" in w for w in answer.warnings) == (retyped_share > 0.01)
     # A V8 snapshot against a Luau dump: different runtimes, and their ids have nothing in common.
-    mixed = Questions(database).diff(loaded[0]["final"], tags["final"], by="object", limit=5)
+    mixed = Questions(database).diff(loaded[0]["final"], tags["final"], params.Diff(by="object", limit=5))
+    assert isinstance(mixed, ObjectDiff)
     assert any("different runtimes" in w for w in mixed.warnings)
-    assert (mixed.check.after_objects, mixed.check.shared, mixed.check.retyped) == id_check(loaded[1]["final"], local["final"])
+    assert (mixed.check.after_objects, mixed.check.shared, mixed.check.retyped) == id_check(
+        loaded[1]["final"], local["final"]
+    )
     # The CLI prints the warnings on stderr and keeps stdout for the answer.
     result = CliRunner().invoke(main, ["diff", tags["baseline"], tags["final"], "--by", "object", "--format", "json"])
     assert result.exit_code == 0, result.output
@@ -273,9 +324,13 @@ def test_diff_by_object_notices_reused_ids(database: Database, tmp_path: Path) -
         graph = formats.read_graph(path)
         local.append((graph, analysis.analyze(graph)))
     try:
-        answer = Questions(database).diff(tags[0], tags[1], by="object", limit=10_000)
+        answer = Questions(database).diff(tags[0], tags[1], params.Diff(by="object", limit=10_000))
+        assert isinstance(answer, ObjectDiff)
         figures, _ = turnover(local[0], local[1])
-        assert {t.type: [t.new_count, t.new_size, t.survived_count, t.survived_size, t.freed_count, t.freed_size] for t in answer.types} == figures
+        assert {
+            t.type: [t.new_count, t.new_size, t.survived_count, t.survived_size, t.freed_count, t.freed_size]
+            for t in answer.types
+        } == figures
         assert (answer.check.after_objects, answer.check.shared, answer.check.retyped) == id_check(local[0], local[1])
         assert answer.check.retyped > 0.01 * answer.check.shared
         assert any("different type" in w for w in answer.warnings)
@@ -291,7 +346,10 @@ def test_diff_by_object_notices_reused_ids(database: Database, tmp_path: Path) -
 def path_leaks(local) -> list[tuple[int, list[int], int, int, int]]:
     """In process: (sig, [baseline, target, final] counts, objects, self size, retained size) of the
     paths that gained objects from baseline to target and kept at least as many in final, ranked."""
-    groups = {label: {row[0]: row for row in store.LoadInput.from_analysis(*local[label]).path_groups()} for label in ("baseline", "target", "final")}
+    groups = {
+        label: {row[0]: row for row in store.LoadInput.from_analysis(*local[label]).path_groups()}
+        for label in ("baseline", "target", "final")
+    }
     out = []
     for sig, gt in groups["target"].items():
         gb, gf = groups["baseline"].get(sig), groups["final"].get(sig)
@@ -301,11 +359,15 @@ def path_leaks(local) -> list[tuple[int, list[int], int, int, int]]:
     return sorted(out, key=lambda c: (-c[4], -c[2], c[0]))
 
 
-def check_path_leaks(database: Database, tags, local) -> None:
-    answer = Questions(database).leaks(tags["baseline"], tags["target"], tags["final"], by="path", limit=1000)
+def check_path_leaks(database: Database, tags, local) -> Leaks:
+    answer = Questions(database).leaks(
+        tags["baseline"], tags["target"], tags["final"], params.Leaks(by="path", limit=1000)
+    )
     expected = path_leaks(local)
     assert answer.by == "path" and answer.warnings == []
-    assert [(c.signature, c.counts, c.objects, c.self_size, c.retained_size) for c in answer.clusters] == expected[:1000]
+    assert [(c.signature, c.counts, c.objects, c.self_size, c.retained_size) for c in answer.clusters] == expected[
+        :1000
+    ]
     graph, result = local["final"]
     signature = first_paths(graph, result.retaining).signature
     for c in answer.clusters[:20]:
@@ -313,7 +375,7 @@ def check_path_leaks(database: Database, tags, local) -> None:
         ranked = sorted(zip((-result.retained_size[held]).tolist(), graph.ids[held].tolist()))
         assert c.sample_ids == [i for _, i in ranked[:5]]
         assert c.type == graph.type_name(int(held[graph.ids[held].tolist().index(c.sample_ids[0])]))
-        assert c.why == f"/api/snapshots/{tags['final']}/objects/{c.sample_ids[0]}/why"
+        assert c.why == ObjectRef(tags["final"], c.sample_ids[0])
     return answer
 
 
@@ -331,15 +393,18 @@ def test_leaks_by_path_on_luau(database: Database, luau_loaded) -> None:
     # leak.luau: sessions held by the cache's entries and by the listener closures grow 10 → 210 → 410.
     assert any("entries" in c.path and c.counts == [10, 210, 410] for c in answer.clusters)
     # ... and the closures themselves hang on the signal's listener list.
-    assert any("onTick → table / listeners → table" in c.path and c.type == "function" and c.counts == [10, 210, 410] for c in answer.clusters)
+    assert any(
+        "onTick → table / listeners → table" in c.path and c.type == "function" and c.counts == [10, 210, 410]
+        for c in answer.clusters
+    )
     # By id the answer warns: Luau ids are addresses.
-    by_id = Questions(database).leaks(tags["baseline"], tags["target"], tags["final"], by="id", limit=5)
+    by_id = Questions(database).leaks(tags["baseline"], tags["target"], tags["final"], params.Leaks(by="id", limit=5))
     assert any("addresses" in w for w in by_id.warnings)
 
 
 def test_leaked_classes_are_the_top_candidates_by_id(database: Database, loaded) -> None:
     tags, local = loaded
-    answer = Questions(database).leaks(tags["baseline"], tags["target"], tags["final"], limit=20)
+    answer = Questions(database).leaks(tags["baseline"], tags["target"], tags["final"], params.Leaks(limit=20))
     assert answer.warnings == []
     # In process: memlab's candidates, clustered by first-path signature, each cluster's retained size
     # counting the members whose immediate dominator is held another way (nesting counted once).
@@ -369,7 +434,23 @@ def test_leaked_classes_are_the_top_candidates_by_id(database: Database, loaded)
 def test_leaks_export_dot_per_cluster(database: Database, loaded, tmp_path: Path) -> None:
     tags, _ = loaded
     out = tmp_path / "dots"
-    result = CliRunner().invoke(main, ["leaks", tags["baseline"], tags["target"], tags["final"], "--by", "path", "--limit", "4", "--dot", str(out), "--format", "json"])
+    result = CliRunner().invoke(
+        main,
+        [
+            "leaks",
+            tags["baseline"],
+            tags["target"],
+            tags["final"],
+            "--by",
+            "path",
+            "--limit",
+            "4",
+            "--dot",
+            str(out),
+            "--format",
+            "json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     clusters = json.loads(result.stdout)["clusters"]
     files = sorted(out.glob("*.dot"))
@@ -407,7 +488,7 @@ def growth_rows(local, labels, by: str) -> list[tuple[object, list[int], list[in
 def test_growth_equals_in_process_series(database: Database, loaded, by: str) -> None:
     tags, local = loaded
     labels = ("baseline", "target", "final")
-    answer = Questions(database).growth([tags[label] for label in labels], by=by, limit=10_000)
+    answer = Questions(database).growth([tags[label] for label in labels], params.Growth(by=by, limit=10_000))
     expected = growth_rows(local, labels, by)
     assert expected
     got = [((r.label if by == "type" else r.signature), r.counts, r.sizes) for r in answer.rows]
@@ -420,7 +501,7 @@ def test_growth_equals_in_process_series(database: Database, loaded, by: str) ->
 def test_growth_on_luau_and_bad_input(database: Database, luau_loaded) -> None:
     tags, local = luau_loaded
     labels = ("baseline", "target", "final")
-    answer = Questions(database).growth([tags[label] for label in labels], by="path", limit=10_000)
+    answer = Questions(database).growth([tags[label] for label in labels], params.Growth(by="path", limit=10_000))
     assert [(r.signature, r.counts, r.sizes) for r in answer.rows] == growth_rows(local, labels, "path")
     with pytest.raises(ParameterError):
         Questions(database).growth([tags["baseline"], tags["final"]])
@@ -433,11 +514,19 @@ def test_growth_on_luau_and_bad_input(database: Database, luau_loaded) -> None:
     assert text.stdout.count("    objects: ") == min(3, len(answer.rows))
     client = TestClient(create_app())
     rest = client.get("/api/growth", params={"tag": [tags[label] for label in labels], "by": "path", "limit": 10_000})
-    assert rest.status_code == 200 and rest.json()["rows"] == json.loads(
-        CliRunner().invoke(main, ["growth", *(tags[label] for label in labels), "--by", "path", "--limit", "10000", "--json"]).stdout
-    )["rows"]
+    assert (
+        rest.status_code == 200
+        and rest.json()["rows"]
+        == json.loads(
+            CliRunner()
+            .invoke(main, ["growth", *(tags[label] for label in labels), "--by", "path", "--limit", "10000", "--json"])
+            .stdout
+        )["rows"]
+    )
     assert client.get("/api/growth", params={"tag": [tags["baseline"], tags["final"]]}).status_code == 422
-    assert client.get("/api/growth", params={"tag": [tags["baseline"], tags["final"], "no-such-tag"]}).status_code == 404
+    assert (
+        client.get("/api/growth", params={"tag": [tags["baseline"], tags["final"], "no-such-tag"]}).status_code == 404
+    )
 
 
 def test_rest_diff_by_object_and_leaks_by_path(database: Database, loaded) -> None:
@@ -449,11 +538,22 @@ def test_rest_diff_by_object_and_leaks_by_path(database: Database, loaded) -> No
     assert body["by"] == "object" and len(body["types"]) == 5 and body["warnings"] == []
     sample = body["types"][0]["samples"][0]
     assert client.get(sample["why"]).json()["target"]["id"] == sample["id"]
-    cli = CliRunner().invoke(main, ["diff", tags["baseline"], tags["final"], "--by", "object", "--limit", "5", "--format", "json"])
+    cli = CliRunner().invoke(
+        main, ["diff", tags["baseline"], tags["final"], "--by", "object", "--limit", "5", "--format", "json"]
+    )
     assert json.loads(cli.stdout) == body
     text = CliRunner().invoke(main, ["diff", tags["baseline"], tags["final"], "--by", "object", "--limit", "5"])
     assert body["types"][0]["type"] in text.stdout and "largest new objects" in text.stdout and text.stderr == ""
-    leaks = client.get("/api/leaks", params={"baseline": tags["baseline"], "target": tags["target"], "final": tags["final"], "by": "path"})
+    leaks = client.get(
+        "/api/leaks",
+        params={"baseline": tags["baseline"], "target": tags["target"], "final": tags["final"], "by": "path"},
+    )
     assert leaks.status_code == 200 and leaks.json()["by"] == "path"
     assert client.get(leaks.json()["clusters"][0]["why"], params={"format": "dot"}).text.startswith("digraph")
-    assert client.get("/api/leaks", params={"baseline": tags["baseline"], "target": tags["target"], "final": tags["final"], "by": "colour"}).status_code == 422
+    assert (
+        client.get(
+            "/api/leaks",
+            params={"baseline": tags["baseline"], "target": tags["target"], "final": tags["final"], "by": "colour"},
+        ).status_code
+        == 422
+    )

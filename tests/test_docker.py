@@ -38,7 +38,9 @@ def test_dockerfile_copies_what_exists_and_runs_a_real_command() -> None:
     # Every package directory that pyproject maps into the heapdb namespace is copied into the image.
     import tomllib
 
-    package_dirs = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"].values())
+    package_dirs = set(
+        tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"].values()
+    )
     copied = {shlex.split(rest)[0] for keyword, rest in instructions if keyword == "COPY"}
     assert {d.split("/")[0] for d in package_dirs} <= copied
     assert any(k == "RUN" and "pip install" in r and " ." in r for k, r in instructions)
@@ -76,7 +78,7 @@ def test_compose_runs_neo4j_526_and_the_service_with_healthchecks() -> None:
     # Neo4j's configuration keys, in the image's env form, name real settings.
     for key in neo4j["environment"]:
         if key.startswith("NEO4J_server_") or key.startswith("NEO4J_dbms_"):
-            setting = key[len("NEO4J_"):].replace("__", "\0").replace("_", ".").replace("\0", "_")
+            setting = key[len("NEO4J_") :].replace("__", "\0").replace("_", ".").replace("\0", "_")
             assert setting in {
                 "server.memory.heap.initial_size",
                 "server.memory.heap.max_size",

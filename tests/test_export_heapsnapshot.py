@@ -23,7 +23,9 @@ def assert_identical(a: HeapGraph, b: HeapGraph) -> None:
     for field in ARRAYS:
         assert np.array_equal(getattr(a, field), getattr(b, field)), field
     assert a.strings == b.strings and a.node_kinds == b.node_kinds and a.root == b.root
-    assert np.array_equal(a.detachedness, b.detachedness)
+    assert (a.detachedness is None) == (b.detachedness is None)
+    if a.detachedness is not None and b.detachedness is not None:
+        assert np.array_equal(a.detachedness, b.detachedness)
 
 
 def foreign_graph(root: int = 0, ids: list[int] | None = None) -> HeapGraph:
@@ -37,7 +39,7 @@ def foreign_graph(root: int = 0, ids: list[int] | None = None) -> HeapGraph:
         ("string", "string", 'quote " and \\ and \u00e9 \ud800', 20),
         ("userdata", "Widget", "tag 3", 16),
     ]
-    edges = [  # (source, target, kind, name)
+    edges: list[tuple[int, int, EdgeKind, int | str]] = [  # (source, target, kind, name)
         (2, 0, EdgeKind.REFERENCE, "(mainthread roots)"),
         (0, 1, EdgeKind.REFERENCE, "handler"),
         (0, 3, EdgeKind.WEAK, "(key)"),

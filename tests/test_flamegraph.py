@@ -17,9 +17,12 @@ def frames(svg: str) -> dict[str, float]:
     root = ET.fromstring(svg)
     out = {}
     for group in root.iter(f"{SVG}g"):
-        title = group.find(f"{SVG}title").text
+        title = group.find(f"{SVG}title")
         rect = group.find(f"{SVG}rect")
-        out[title.splitlines()[0]] = float(rect.get("width"))
+        assert title is not None and title.text is not None and rect is not None, (
+            "each frame has a tooltip and a rectangle"
+        )
+        out[title.text.splitlines()[0]] = float(rect.attrib["width"])
     return out
 
 
@@ -47,7 +50,7 @@ def test_labels_and_tooltips_are_escaped_and_cut_to_fit() -> None:
     texts = [t.text for t in root.iter(f"{SVG}text")]
     assert "<title & more>" in texts
     tooltips = [t.text for t in root.iter(f"{SVG}title")]
-    assert any(t.startswith(name) for t in tooltips), "the full name is in the tooltip"
+    assert any((t or "").startswith(name) for t in tooltips), "the full name is in the tooltip"
     assert all(len(t or "") < 300 for t in texts), "labels are cut to the frame"
 
 

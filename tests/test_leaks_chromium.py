@@ -24,16 +24,20 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from heapdb.answers import Questions
 from heapdb.cli import main
 from heapdb.db import Database
 from heapdb.loader import analysis, formats, store
 from heapdb.loader.graph import Detachedness
+from heapdb.queries import params
+from heapdb.queries.questions import Questions
 from tests.support.chromium import capture_heap_snapshots, find_chromium
 
-pytestmark = pytest.mark.skipif(
-    find_chromium() is None, reason="no Chromium on PATH (apt-get install chromium) to take browser snapshots"
-)
+pytestmark = [
+    pytest.mark.skipif(
+        find_chromium() is None, reason="no Chromium on PATH (apt-get install chromium) to take browser snapshots"
+    ),
+    pytest.mark.slow,  # three browser snapshots loaded into Neo4j: about a minute before the first assertion
+]
 
 PANEL_ITEMS = 20
 ACTION_PANELS = 3
@@ -90,8 +94,8 @@ def leak(database: Database, tmp_path_factory: pytest.TempPathFactory):
     tags = {}
     for label, path in paths.items():
         tags[label] = f"test-leaks-chromium-{label}-{run}"
-        result = CliRunner().invoke(main, ["load", str(path), "--tag", tags[label]])
-        assert result.exit_code == 0, result.output
+        loaded = CliRunner().invoke(main, ["load", str(path), "--tag", tags[label]])
+        assert loaded.exit_code == 0, loaded.output
     graphs = {label: formats.read_graph(path) for label, path in paths.items()}
     final = graphs["final"]
     result = analysis.analyze(final)
@@ -118,7 +122,7 @@ def test_detached_panels_lead_the_leak_candidates(database: Database, leak) -> N
     # The in-process count agrees with what the page did: the two action panels still held.
     assert {t: expected[t] for t in EXPECTED_ELEMENTS} == EXPECTED_ELEMENTS
 
-    answer = Questions(database).leaks(tags["baseline"], tags["target"], tags["final"], limit=1000)
+    answer = Questions(database).leaks(tags["baseline"], tags["target"], tags["final"], params.Leaks(limit=1000))
     assert answer.warnings == []  # one renderer process: its ids are stable, and heapdb sees that
     found: Counter = Counter()
     for cluster in answer.clusters:
@@ -140,7 +144,7 @@ def test_detached_panels_lead_the_leak_candidates(database: Database, leak) -> N
 def test_cluster_paths_name_the_array_that_holds_the_panels(database: Database, leak) -> None:
     tags, _, _, _ = leak
     questions = Questions(database)
-    answer = questions.leaks(tags["baseline"], tags["target"], tags["final"], limit=1000)
+    answer = questions.leaks(tags["baseline"], tags["target"], tags["final"], params.Leaks(limit=1000))
     for cluster in answer.clusters:
         if cluster.type in EXPECTED_ELEMENTS:
             assert f"{HOLDER} → Array" in cluster.path, cluster.path
@@ -164,10 +168,12 @@ def test_detached_flags_match_memlab_and_are_stored(database: Database, leak, me
 
     questions = Questions(database)
     for object_id in final.ids[detached].tolist():
-        assert questions.object(tags["final"], object_id, limit=0).object.detached, object_id
+        assert questions.object(tags["final"], object_id, params.ObjectDetails(limit=0)).object.detached, object_id
     # Attached elements are not flagged: the page's heading and body are still in the document.
     attached = np.flatnonzero(final.detachedness == Detachedness.ATTACHED)
     for type_name in ("<h1>", "<body>"):
         nodes = [int(i) for i in attached if final.type_name(int(i)) == type_name]
         assert len(nodes) == 1, type_name
-        assert not questions.object(tags["final"], int(final.ids[nodes[0]]), limit=0).object.detached
+        assert not questions.object(
+            tags["final"], int(final.ids[nodes[0]]), params.ObjectDetails(limit=0)
+        ).object.detached

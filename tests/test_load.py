@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -37,14 +38,12 @@ def invoke(*args: str) -> tuple[int, str, str]:
 def tag(database: Database):
     name = unique_tag("load")
     yield name
-    try:
+    with contextlib.suppress(NotFound):
         store.drop(database, name)
-    except NotFound:
-        pass
 
 
 def snapshot_row(database: Database, tag: str) -> dict:
-    return store.get_snapshot(database, tag)
+    return store.get_snapshot(database, tag).as_dict()
 
 
 def test_load_stores_what_the_analysis_computed(database: Database, leak_snapshot: Path, tag: str) -> None:
@@ -59,7 +58,7 @@ def test_load_stores_what_the_analysis_computed(database: Database, leak_snapsho
     assert report["sid"] == sid
     assert snapshot["status"] == "ready" and snapshot["format"] == "v8"
     assert snapshot["object_count"] == graph.node_count and snapshot["reference_count"] == graph.edge_count
-    assert json.loads(snapshot["meta"])["build"] == "123"
+    assert snapshot["meta"]["build"] == "123"
 
     counts = database.read(
         "MATCH (o:Object {sid: $sid}) WHERE o.id IS NOT NULL "
@@ -72,7 +71,10 @@ def test_load_stores_what_the_analysis_computed(database: Database, leak_snapsho
 
     rels = {
         r["type"]: r["n"]
-        for r in database.read("MATCH (o:Object {sid: $sid})-[r]->() WHERE o.id IS NOT NULL RETURN type(r) AS type, count(*) AS n", {"sid": sid})
+        for r in database.read(
+            "MATCH (o:Object {sid: $sid})-[r]->() WHERE o.id IS NOT NULL RETURN type(r) AS type, count(*) AS n",
+            {"sid": sid},
+        )
     }
     assert rels["REF"] == int(result.retaining.sum())
     assert rels.get("WEAK_REF", 0) == graph.edge_count - int(result.retaining.sum())
@@ -99,17 +101,25 @@ def test_load_stores_what_the_analysis_computed(database: Database, leak_snapsho
     data = store.LoadInput.from_analysis(graph, result)
     members = result.reachable & (graph.kind != graph.node_kinds.index("synthetic"))
     members[graph.root] = False
-    signatures, counts = np.unique(data.paths.signature[members], return_counts=True)
-    stored_groups = database.read("MATCH (g:PathGroup {sid: $sid}) RETURN g.sig AS sig, g.objects AS objects, g.path AS path", {"sid": sid})
-    assert {g["sig"]: g["objects"] for g in stored_groups} == dict(zip(signatures.tolist(), counts.tolist()))
+    signatures, group_counts = np.unique(data.paths.signature[members], return_counts=True)
+    stored_groups = database.read(
+        "MATCH (g:PathGroup {sid: $sid}) RETURN g.sig AS sig, g.objects AS objects, g.path AS path", {"sid": sid}
+    )
+    assert {g["sig"]: g["objects"] for g in stored_groups} == dict(zip(signatures.tolist(), group_counts.tolist()))
     # Type groups: count and self size per type, as numpy counts them.
     types, inverse = np.unique(graph.type[members], return_inverse=True)
     sizes = np.bincount(inverse, weights=graph.self_size[members]).astype(np.int64)
     stored_types = {
         r["type"]: (r["objects"], r["self_size"])
-        for r in database.read("MATCH (t:TypeGroup {sid: $sid}) RETURN t.type AS type, t.objects AS objects, t.self_size AS self_size", {"sid": sid})
+        for r in database.read(
+            "MATCH (t:TypeGroup {sid: $sid}) RETURN t.type AS type, t.objects AS objects, t.self_size AS self_size",
+            {"sid": sid},
+        )
     }
-    assert stored_types == {graph.strings[t]: (int(c), int(z)) for t, c, z in zip(types.tolist(), np.bincount(inverse).tolist(), sizes.tolist())}
+    assert stored_types == {
+        graph.strings[t]: (int(c), int(z))
+        for t, c, z in zip(types.tolist(), np.bincount(inverse).tolist(), sizes.tolist())
+    }
     leaked = database.read(
         "MATCH (o:Object {sid: $sid, type: 'LeakedItem'}) WITH o.path_sig AS sig, count(*) AS n ORDER BY n DESC LIMIT 1 "
         "MATCH (g:PathGroup {sid: $sid, sig: sig}) RETURN g.path AS path, g.objects AS objects, n",
@@ -127,7 +137,9 @@ def test_load_stores_what_the_analysis_computed(database: Database, leak_snapsho
     assert {r["id"]: r["dominator"] for r in dominators} == expected
 
 
-def test_existing_tag_needs_replace_and_replace_swaps_it(database: Database, leak_snapshots: dict[str, Path], tag: str) -> None:
+def test_existing_tag_needs_replace_and_replace_swaps_it(
+    database: Database, leak_snapshots: dict[str, Path], tag: str
+) -> None:
     assert invoke("load", str(leak_snapshots["baseline"]), "--tag", tag)[0] == 0
     first = snapshot_row(database, tag)
 
@@ -141,7 +153,9 @@ def test_existing_tag_needs_replace_and_replace_swaps_it(database: Database, lea
     assert second["sid"] != first["sid"]
     assert second["object_count"] == formats.read_graph(leak_snapshots["final"]).node_count
     # The old load is gone entirely, not just hidden.
-    left = database.read("MATCH (o:Object {sid: $sid}) WHERE o.id IS NOT NULL RETURN count(o) AS n", {"sid": first["sid"]})
+    left = database.read(
+        "MATCH (o:Object {sid: $sid}) WHERE o.id IS NOT NULL RETURN count(o) AS n", {"sid": first["sid"]}
+    )
     assert left[0]["n"] == 0
     assert len(database.read("MATCH (s:Snapshot {tag: $tag}) RETURN s", {"tag": tag})) == 1
 
@@ -174,7 +188,10 @@ def test_drop_removes_everything(database: Database, leak_snapshots: dict[str, P
     sid = snapshot_row(database, tag)["sid"]
     code, out, _ = invoke("drop", tag)
     assert code == 0 and "dropped" in out
-    assert database.read("MATCH (o:Object {sid: $sid}) WHERE o.id IS NOT NULL RETURN count(o) AS n", {"sid": sid})[0]["n"] == 0
+    assert (
+        database.read("MATCH (o:Object {sid: $sid}) WHERE o.id IS NOT NULL RETURN count(o) AS n", {"sid": sid})[0]["n"]
+        == 0
+    )
     assert database.read("MATCH (s:Snapshot {tag: $tag}) RETURN count(s) AS n", {"tag": tag})[0]["n"] == 0
     code, _, err = invoke("drop", tag)
     assert code == 1 and "no snapshot tagged" in err
@@ -183,7 +200,9 @@ def test_drop_removes_everything(database: Database, leak_snapshots: dict[str, P
 def test_bad_input_touches_nothing(database: Database, leak_snapshot: Path, tmp_path: Path, tag: str) -> None:
     broken = tmp_path / "broken.heapsnapshot"
     broken.write_bytes(leak_snapshot.read_bytes()[: leak_snapshot.stat().st_size // 2])
-    result = subprocess.run([sys.executable, "-m", "heapdb", "load", str(broken), "--tag", tag], capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-m", "heapdb", "load", str(broken), "--tag", tag], capture_output=True, text=True, timeout=300
+    )
     assert result.returncode == 1
     assert str(broken) in result.stderr and "Traceback" not in result.stderr
     assert database.read("MATCH (s:Snapshot {tag: $tag}) RETURN count(s) AS n", {"tag": tag})[0]["n"] == 0
@@ -205,7 +224,9 @@ def test_kill_9_mid_load_leaves_nothing_visible_and_the_next_load_cleans_up(
         while time.monotonic() < deadline and process.poll() is None:
             rows = database.read("MATCH (s:Snapshot {tag: $tag, status: 'loading'}) RETURN s.sid AS sid", {"tag": tag})
             if rows:
-                written = database.read("MATCH (o:Object {sid: $sid}) WHERE o.id IS NOT NULL RETURN count(o) AS n", {"sid": rows[0]["sid"]})
+                written = database.read(
+                    "MATCH (o:Object {sid: $sid}) WHERE o.id IS NOT NULL RETURN count(o) AS n", {"sid": rows[0]["sid"]}
+                )
                 if written[0]["n"] > 0:
                     sid = rows[0]["sid"]
                     break
@@ -213,18 +234,22 @@ def test_kill_9_mid_load_leaves_nothing_visible_and_the_next_load_cleans_up(
     finally:
         process.send_signal(signal.SIGKILL)
         process.wait()
+    assert process.stderr is not None  # opened with stderr=PIPE
     assert sid is not None, f"the load was never caught in the middle: {process.stderr.read().decode()[-500:]}"
 
     # Half-written, and invisible: no query that starts from a ready snapshot finds it.
     with pytest.raises(NotFound):
         store.get_snapshot(database, tag)
-    assert tag not in {row["tag"] for row in store.list_snapshots(database)}
-    assert tag in {row["tag"] for row in store.list_snapshots(database, include_incomplete=True)}
+    assert tag not in {row.tag for row in store.list_snapshots(database)}
+    assert tag in {row.tag for row in store.list_snapshots(database, include_incomplete=True)}
 
     code, _, err = invoke("load", str(leak_snapshot), "--tag", tag)
     assert code == 0, err
     assert "leftovers" in err
-    assert database.read("MATCH (o:Object {sid: $sid}) WHERE o.id IS NOT NULL RETURN count(o) AS n", {"sid": sid})[0]["n"] == 0
+    assert (
+        database.read("MATCH (o:Object {sid: $sid}) WHERE o.id IS NOT NULL RETURN count(o) AS n", {"sid": sid})[0]["n"]
+        == 0
+    )
     assert snapshot_row(database, tag)["object_count"] == formats.read_graph(leak_snapshot).node_count
 
 
@@ -238,22 +263,31 @@ def test_load_real_luau_dump(database: Database, tag: str) -> None:
     result = analysis.analyze(graph)
     sid = snapshot_row(database, tag)["sid"]
     weak = database.read(
-        "MATCH (o:Object {sid: $sid})-[r:WEAK_REF]->() WHERE o.id IS NOT NULL RETURN count(r) AS n, collect(DISTINCT r.kind) AS kinds", {"sid": sid}
+        "MATCH (o:Object {sid: $sid})-[r:WEAK_REF]->() WHERE o.id IS NOT NULL RETURN count(r) AS n, collect(DISTINCT r.kind) AS kinds",
+        {"sid": sid},
     )[0]
     assert weak["n"] == graph.edge_count - int(result.retaining.sum()) > 0
     # Weak-table entries, plus self-references (a table holding itself), which retain nothing.
     assert "weak" in weak["kinds"] and set(weak["kinds"]) <= {"weak", "reference"}
-    assert database.read(
-        "MATCH (a:Object {sid: $sid})-[r:WEAK_REF]->(b) WHERE a.id IS NOT NULL AND r.kind <> 'weak' AND a <> b RETURN count(r) AS n", {"sid": sid}
-    )[0]["n"] == 0
+    assert (
+        database.read(
+            "MATCH (a:Object {sid: $sid})-[r:WEAK_REF]->(b) WHERE a.id IS NOT NULL AND r.kind <> 'weak' AND a <> b RETURN count(r) AS n",
+            {"sid": sid},
+        )[0]["n"]
+        == 0
+    )
     # Objects the dump's two listed roots do not reach are alive through "(other roots)", and stored so.
     other = database.read(
-        "MATCH (:Root {sid: $sid})-[:REF]->(o:Object {name: '(other roots)'})-[:REF]->(held) RETURN count(held) AS n", {"sid": sid}
+        "MATCH (:Root {sid: $sid})-[:REF]->(o:Object {name: '(other roots)'})-[:REF]->(held) RETURN count(held) AS n",
+        {"sid": sid},
     )[0]["n"]
     assert other > 0
-    assert database.read("MATCH (o:Object {sid: $sid}) WHERE o.id IS NOT NULL AND NOT o.reachable RETURN count(o) AS n", {"sid": sid})[0]["n"] == graph.node_count - int(result.reachable.sum())
+    assert database.read(
+        "MATCH (o:Object {sid: $sid}) WHERE o.id IS NOT NULL AND NOT o.reachable RETURN count(o) AS n", {"sid": sid}
+    )[0]["n"] == graph.node_count - int(result.reachable.sum())
 
 
+@pytest.mark.slow  # two real Node snapshots written and loaded
 def test_path_groups_compare_two_builds(database: Database, leak_snapshots: dict[str, Path]) -> None:
     before, after = unique_tag("before"), unique_tag("after")
     try:
@@ -262,11 +296,15 @@ def test_path_groups_compare_two_builds(database: Database, leak_snapshots: dict
             assert code == 0, err
         # The query of docs/data-model.md, as written there.
         doc = (Path(__file__).resolve().parents[1] / "docs" / "data-model.md").read_text()
-        cypher = doc.split("Comparing two builds by path is then a join on `sig`:")[1].split("```cypher")[1].split("```")[0]
+        cypher = (
+            doc.split("Comparing two builds by path is then a join on `sig`:")[1].split("```cypher")[1].split("```")[0]
+        )
         rows = database.read(cypher, {"before": before, "after": after})
         growth = {row["g.path"]: row["growth"] for row in rows}
         # leak.js grows its cache of LeakedItem and its listeners' LeakedBuffer by the same units each step.
-        leaked = {path: g for path, g in growth.items() if path.endswith("→ LeakedItem") or path.endswith("→ LeakedBuffer")}
+        leaked = {
+            path: g for path, g in growth.items() if path.endswith("→ LeakedItem") or path.endswith("→ LeakedBuffer")
+        }
         assert leaked, f"no leaked class among the top path groups: {list(growth)[:10]}"
         assert all(g > 0 for g in leaked.values())
         assert max(growth.values()) == max(leaked.values()) or max(leaked.values()) >= 100

@@ -25,14 +25,33 @@ def s(data: str) -> dict:
 def small_dump() -> dict:
     """A thread whose stack holds a global table with a cache, a signal, and a weak-valued table."""
     objects = {
-        "0x100": {"type": "thread", "cat": 0, "size": 100, "env": "0x200", "stack": ["0x300"], "stacknames": ["frame:@x.luau:1:"]},
+        "0x100": {
+            "type": "thread",
+            "cat": 0,
+            "size": 100,
+            "env": "0x200",
+            "stack": ["0x300"],
+            "stacknames": ["frame:@x.luau:1:"],
+        },
         "0x200": {"type": "table", "cat": 0, "size": 50, "pairs": ["0x401", "0x300"]},  # _G.Cache
         "0x300": {"type": "table", "cat": 0, "size": 60, "pairs": ["0x402", "0x500"]},  # Cache.entries
-        "0x500": {"type": "table", "cat": 0, "size": 70, "pairs": ["0x403", "0x600", "0x404", "0x601"], "array": ["0x602"]},
+        "0x500": {
+            "type": "table",
+            "cat": 0,
+            "size": 70,
+            "pairs": ["0x403", "0x600", "0x404", "0x601"],
+            "array": ["0x602"],
+        },
         "0x600": {"type": "table", "cat": 1, "size": 80},  # entries.k1
         "0x601": {"type": "table", "cat": 1, "size": 90},  # entries.k2
         "0x602": {"type": "function", "cat": 0, "size": 40, "env": "0x200", "proto": "0x700", "upvalues": ["0x603"]},
-        "0x603": {"type": "table", "cat": 0, "size": 30, "metatable": "0x604", "pairs": [None, "0x605", "0x403", "0x606"]},
+        "0x603": {
+            "type": "table",
+            "cat": 0,
+            "size": 30,
+            "metatable": "0x604",
+            "pairs": [None, "0x605", "0x403", "0x606"],
+        },
         "0x604": {"type": "table", "cat": 0, "size": 10, "pairs": ["0x405", "0x406"]},  # { __mode = "v" }
         "0x605": {"type": "table", "cat": 0, "size": 11},  # only weakly held
         "0x606": {"type": "table", "cat": 0, "size": 12},  # only weakly held, under a string key
@@ -116,7 +135,11 @@ def test_real_dumps_growth_is_the_cache_and_the_listeners() -> None:
     # leak.luau leaks 400 sessions between these dumps, each in Cache.entries and in a listener closure.
     assert by_label["entries"] + by_label["listeners"] == total
     assert by_label["entries"] > by_label["listeners"] > 0
-    sessions = [r for r in rows if len(r["path"]) >= 2 and r["path"][-2] == "entries" and r["path"][-1].startswith("k") and r["total_count"]]
+    sessions = [
+        r
+        for r in rows
+        if len(r["path"]) >= 2 and r["path"][-2] == "entries" and r["path"][-1].startswith("k") and r["total_count"]
+    ]
     assert len(sessions) == 400
 
 

@@ -15,6 +15,8 @@ import pytest
 
 from heapdb import config, neo4j_server
 
+pytestmark = pytest.mark.neo4j  # every test installs or runs Neo4j (Java, Maven), most through the CLI
+
 HEAPDB = [sys.executable, "-m", "heapdb"]
 
 
@@ -52,9 +54,11 @@ def test_config_file_is_private_and_password_generated(neo4j_server_settings: co
 
 def test_wrong_password_is_refused(neo4j_server_settings: config.ManagedSettings) -> None:
     uri = f"bolt://127.0.0.1:{neo4j_server_settings.bolt_port}"
-    with neo4j.GraphDatabase.driver(uri, auth=("neo4j", "not-the-password")) as driver:
-        with pytest.raises(neo4j.exceptions.AuthError):
-            driver.verify_connectivity()
+    with (
+        neo4j.GraphDatabase.driver(uri, auth=("neo4j", "not-the-password")) as driver,
+        pytest.raises(neo4j.exceptions.AuthError),
+    ):
+        driver.verify_connectivity()
 
 
 def test_generated_config_is_loopback_only_and_private(neo4j_server_settings: config.ManagedSettings) -> None:
@@ -82,8 +86,9 @@ def test_status_reports_the_running_server(neo4j_server_settings: config.Managed
     info = neo4j_server.status()
     assert info["running"] is True
     assert info["bolt_uri"] == f"bolt://127.0.0.1:{neo4j_server_settings.bolt_port}"
-    assert int(info["data_bytes"]) > 0
-    assert any("5.26" in line and "community" in line for line in info["server"])
+    data_bytes, server = info["data_bytes"], info["server"]
+    assert isinstance(data_bytes, int) and data_bytes > 0
+    assert isinstance(server, list) and any("5.26" in line and "community" in line for line in server), server
 
 
 def test_cypher_command_through_the_environment_variables(neo4j_server_settings: config.ManagedSettings) -> None:
@@ -105,10 +110,13 @@ def test_cypher_command_through_the_environment_variables(neo4j_server_settings:
     assert "Traceback" not in bad.stderr
 
 
+@pytest.mark.slow  # a second Neo4j of its own, installed and started from the CLI
 def test_lifecycle_through_the_cli(tmp_path: Path) -> None:
     """install, start twice, status, a query, stop twice: on a second, private instance."""
     env = private_env(tmp_path)
-    install = run_heapdb(["neo4j", "install", "--bolt-port", "auto", "--http-port", "auto", "--heap", "512m", "--pagecache", "256m"], env)
+    install = run_heapdb(
+        ["neo4j", "install", "--bolt-port", "auto", "--http-port", "auto", "--heap", "512m", "--pagecache", "256m"], env
+    )
     assert install.returncode == 0, install.stderr
     try:
         first = run_heapdb(["neo4j", "start"], env)
@@ -134,9 +142,16 @@ def test_lifecycle_through_the_cli(tmp_path: Path) -> None:
     assert after["running"] is False
 
 
+@pytest.mark.slow  # a second Neo4j of its own, installed and started from the CLI
 def test_query_starts_the_managed_instance_on_demand_and_says_so(tmp_path: Path) -> None:
     env = private_env(tmp_path)
-    assert run_heapdb(["neo4j", "install", "--bolt-port", "auto", "--http-port", "auto", "--heap", "512m", "--pagecache", "256m"], env).returncode == 0
+    assert (
+        run_heapdb(
+            ["neo4j", "install", "--bolt-port", "auto", "--http-port", "auto", "--heap", "512m", "--pagecache", "256m"],
+            env,
+        ).returncode
+        == 0
+    )
     try:
         result = run_heapdb(["cypher", "RETURN 7 AS seven"], env)
         assert result.returncode == 0, result.stderr

@@ -15,10 +15,12 @@ ROOT = Path(__file__).resolve().parent.parent
 def build_wheel(out: Path) -> Path:
     # Build from a copy: an in-tree build/ folder left by an earlier build could leak stale modules.
     source = out / "source"
-    for item in ("pyproject.toml", "README.md", "heapdb", "loader", "service", "queries"):
-        copy = shutil.copytree if (ROOT / item).is_dir() else shutil.copy2
+    for item in ("pyproject.toml", "README.md", "LICENSE", "heapdb", "loader", "service", "queries"):
         source.mkdir(parents=True, exist_ok=True)
-        copy(ROOT / item, source / item, **({"ignore": shutil.ignore_patterns("__pycache__")} if copy is shutil.copytree else {}))
+        if (ROOT / item).is_dir():
+            shutil.copytree(ROOT / item, source / item, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(ROOT / item, source / item)
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(source)],
         check=True,
@@ -34,7 +36,13 @@ def test_wheel_has_one_namespace_and_the_query_files(tmp_path: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     top = {name.split("/")[0] for name in names}
     assert top == {"heapdb", next(t for t in top if t.endswith(".dist-info"))}, top
-    for module in ("heapdb/cli/__init__.py", "heapdb/loader/graph.py", "heapdb/loader/formats/__init__.py", "heapdb/service/app.py", "heapdb/queries/__init__.py"):
+    for module in (
+        "heapdb/cli/__init__.py",
+        "heapdb/loader/graph.py",
+        "heapdb/loader/formats/__init__.py",
+        "heapdb/service/app.py",
+        "heapdb/queries/__init__.py",
+    ):
         assert module in names, module
     cypher_sources = sorted(p.name for p in (ROOT / "queries").glob("*.cypher"))
     assert sorted(n.split("/")[-1] for n in names if n.endswith(".cypher")) == cypher_sources
@@ -45,7 +53,11 @@ def test_wheel_has_one_namespace_and_the_query_files(tmp_path: Path) -> None:
 def test_non_editable_install_imports_from_the_install(tmp_path: Path) -> None:
     wheel = build_wheel(tmp_path / "wheel")
     target = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel)], check=True, timeout=300)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel)],
+        check=True,
+        timeout=300,
+    )
     code = "import heapdb, heapdb.loader.graph, heapdb.service.app, heapdb.queries; print(heapdb.__file__)"
     result = subprocess.run(
         [sys.executable, "-c", code],
@@ -60,7 +72,11 @@ def test_non_editable_install_imports_from_the_install(tmp_path: Path) -> None:
 
 def test_editable_install_points_at_the_checkout() -> None:
     result = subprocess.run(
-        [sys.executable, "-c", "import heapdb.loader.graph as g, heapdb.cli as c; print(g.__file__); print(c.__file__)"],
+        [
+            sys.executable,
+            "-c",
+            "import heapdb.loader.graph as g, heapdb.cli as c; print(g.__file__); print(c.__file__)",
+        ],
         cwd="/",
         capture_output=True,
         text=True,

@@ -10,7 +10,7 @@ import pytest
 
 from heapdb.loader import analysis, formats
 from heapdb.loader.graph import EdgeKind, HeapGraph, csr_from_coo
-from heapdb.loader.paths import describe_path, first_paths, normalize_name
+from heapdb.loader.paths import FirstPaths, describe_path, first_paths, normalize_name
 
 TYPES = ["", "(root)", "Node", "Map", "Item", "Array", "next", "items", "cache", "17", "42", "0xdeadbeef", "value"]
 
@@ -126,7 +126,10 @@ def test_indexes_numbers_and_list_depth_are_normalized() -> None:
         (7, 8, EdgeKind.PROPERTY, s["next"]),
         (8, 9, EdgeKind.PROPERTY, s["next"]),
     ]
-    graph = make_graph(edges, [s["(root)"], s["Map"], s["Item"], s["Item"], s["Item"], s["Item"], s["Node"], s["Node"], s["Node"], s["Node"]])
+    graph = make_graph(
+        edges,
+        [s["(root)"], s["Map"], s["Item"], s["Item"], s["Item"], s["Item"], s["Node"], s["Node"], s["Node"], s["Node"]],
+    )
     sig = first_paths(graph, analysis.analyze(graph).retaining).signature
     assert sig[2] == sig[3], "element indexes are not part of the path"
     assert sig[4] == sig[5], "numeric and address-like names are normalized alike"
@@ -154,10 +157,21 @@ def test_leaked_class_keeps_its_path_across_real_snapshots(leak_snapshots: dict[
 
 def test_root_groups_within_root_groups_fold() -> None:
     """The same program state filed under different V8 root groups has one signature and one path."""
-    strings = ["", "(root)", "(GC roots)", "(Stack roots)", "(Handle scope)", "Context", "cache", "Map", "x", "(Document DOM trees)"]
+    strings = [
+        "",
+        "(root)",
+        "(GC roots)",
+        "(Stack roots)",
+        "(Handle scope)",
+        "Context",
+        "cache",
+        "Map",
+        "x",
+        "(Document DOM trees)",
+    ]
     s = {name: i for i, name in enumerate(strings)}
 
-    def snapshot(group: str) -> tuple[HeapGraph, np.ndarray]:
+    def snapshot(group: str) -> tuple[HeapGraph, FirstPaths]:
         edges = [
             (0, 1, EdgeKind.ELEMENT, 1),  # (root) → (GC roots)
             (1, 2, EdgeKind.ELEMENT, 1),  # (GC roots) → the group
@@ -168,14 +182,20 @@ def test_root_groups_within_root_groups_fold() -> None:
         ]
         graph = make_graph(edges, [0, 0, 0, s["Context"], s["Map"], 0, s["Map"]], strings)
         graph.kind = np.array([1, 1, 1, 0, 0, 1, 0], dtype=np.uint8)
-        graph.name = np.array([s["(root)"], s["(GC roots)"], s[group], 0, 0, s["(Document DOM trees)"], 0], dtype=np.int32)
+        graph.name = np.array(
+            [s["(root)"], s["(GC roots)"], s[group], 0, 0, s["(Document DOM trees)"], 0], dtype=np.int32
+        )
         graph.node_kinds = ["object", "synthetic"]
         graph.validate()
         return graph, first_paths(graph, analysis.analyze(graph).retaining)
 
     (stack, stack_paths), (handles, handle_paths) = snapshot("(Stack roots)"), snapshot("(Handle scope)")
     assert stack_paths.signature[4] == handle_paths.signature[4]
-    assert describe_path(stack, stack_paths, 4) == describe_path(handles, handle_paths, 4) == "(root) / (GC roots) / [] → Context / cache → Map"
+    assert (
+        describe_path(stack, stack_paths, 4)
+        == describe_path(handles, handle_paths, 4)
+        == "(root) / (GC roots) / [] → Context / cache → Map"
+    )
     # A root group directly below the root keeps its name, and sets its objects apart.
     assert describe_path(stack, stack_paths, 6) == "(root) / (Document DOM trees) / [] → Map"
     assert stack_paths.signature[6] != stack_paths.signature[4]

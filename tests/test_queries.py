@@ -20,14 +20,14 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from heapdb.answers import Questions, RetainerPath
 from heapdb.cli import main
 from heapdb.db import Database
-from heapdb.errors import NotFound
+from heapdb.errors import NotFound, ParameterError
 from heapdb.loader import store
 from heapdb.loader.graph import EDGE_KIND_NAMES
-from heapdb.queries import catalog, docs
-from heapdb.queries.catalog import ParameterError
+from heapdb.queries import catalog, docs, params
+from heapdb.queries.questions import Questions
+from heapdb.queries.results import RetainerPath
 from tests.support.snapshots import LUAU_FIXTURES, Loaded, load_snapshot
 
 REPO = Path(__file__).resolve().parent.parent
@@ -77,8 +77,12 @@ def assert_retaining_path(loaded: Loaded, path: RetainerPath, target: int) -> No
     assert len(path.references) == len(nodes) - 1
     for a, b, ref in zip(nodes, nodes[1:], path.references):
         matching = [
-            e for e in g.out_edges(a)
-            if g.edge_to[e] == b and r.retaining[e] and g.edge_label(e) == ref.name and EDGE_KIND_NAMES[g.edge_kind[e]] == ref.kind
+            e
+            for e in g.out_edges(a)
+            if g.edge_to[e] == b
+            and r.retaining[e]
+            and g.edge_label(e) == ref.name
+            and EDGE_KIND_NAMES[g.edge_kind[e]] == ref.kind
         ]
         assert matching, f"no retaining reference {ref.name!r} ({ref.kind}) from {g.ids[a]} to {g.ids[b]}"
 
@@ -105,7 +109,19 @@ def bfs_distance(loaded: Loaded, target: int, edge_ok: np.ndarray, node_ok: np.n
 
 def test_every_stored_query_parses_and_starts_from_a_ready_snapshot() -> None:
     queries = catalog.catalog()
-    assert {"why-alive", "why-alive-avoiding", "dominators", "dominated", "retainers", "top", "types", "object", "find", "snapshots", "snapshot"} <= set(queries)
+    assert {
+        "why-alive",
+        "why-alive-avoiding",
+        "dominators",
+        "dominated",
+        "retainers",
+        "top",
+        "types",
+        "object",
+        "find",
+        "snapshots",
+        "snapshot",
+    } <= set(queries)
     for q in queries.values():
         if any(p.name == "tag" for p in q.parameters):
             assert q.cypher.startswith("MATCH (s:Snapshot {tag: $tag, status: 'ready'})"), q.name
@@ -119,7 +135,7 @@ def test_parameters_are_checked_and_converted() -> None:
     assert bound == {"tag": "t", "id": 42, "ignore_names": ["a", "b", "c"], "ignore_types": [], "ignore_ids": [1, 2]}
     top = catalog.get("top")
     assert top.bind({"tag": "t"}) == {"tag": "t", "type": None, "limit": 20}
-    bad = [
+    bad: list[tuple[catalog.StoredQuery, dict[str, object]]] = [
         (why, {"tag": "t"}),  # id missing
         (why, {"tag": "t", "id": "x"}),
         (why, {"tag": "t", "id": 2**63}),
@@ -154,13 +170,16 @@ def test_malformed_headers_are_refused() -> None:
 def test_docs_queries_md_is_generated_from_the_catalog() -> None:
     text = (REPO / "docs" / "queries.md").read_text(encoding="utf-8")
     start, end = text.index(docs.BEGIN), text.index(docs.END) + len(docs.END)
-    assert text[start:end] == docs.render(), "docs/queries.md is stale: run `python -m heapdb.queries.docs docs/queries.md`"
+    assert text[start:end] == docs.render(), (
+        "docs/queries.md is stale: run `python -m heapdb.queries.docs docs/queries.md`"
+    )
     for name in catalog.catalog():
         assert f"### `{name}`" in text
 
 
-def plan_operators(plan: dict) -> list[tuple[str, str, int]]:
+def plan_operators(plan: dict | None) -> list[tuple[str, str, int]]:
     """(operator, details, db hits) of a plan or profile, depth first."""
+    assert plan is not None, "the result summary carries no plan"
     operators: list[tuple[str, str, int]] = []
 
     def walk(p: dict) -> None:
@@ -183,7 +202,9 @@ def test_why_alive_avoiding_plan_is_one_shortest_path_search_from_index_seeks(da
     assert "ignore_names" in shortest[0] and "ignore_types" in shortest[0] and "ignore_ids" in shortest[0]
     assert any(op == "NodeUniqueIndexSeek" and "target:Object" in details for op, details, _ in operators)
     assert not any(op in ("AllNodesScan", "NodeByLabelScan") and ":Object" in details for op, details, _ in operators)
-    assert not any("AntiConditionalApply" in op for op, _, _ in operators), "shortestPath fell back to an exhaustive search"
+    assert not any("AntiConditionalApply" in op for op, _, _ in operators), (
+        "shortestPath fell back to an exhaustive search"
+    )
 
 
 def test_why_alive_reads_the_first_path_in_steps_proportional_to_its_length(database: Database, v8: Loaded) -> None:
@@ -197,7 +218,9 @@ def test_why_alive_reads_the_first_path_in_steps_proportional_to_its_length(data
     assert r.reachable[element] and np.diff(g.edge_start)[hub] > 1000
     for node in (int(np.argmax(r.distance)), element):
         with database.session() as session:
-            operators = plan_operators(session.run("PROFILE " + query.cypher, query.bind({"tag": v8.tag, "id": v8.id(node)})).consume().profile)
+            operators = plan_operators(
+                session.run("PROFILE " + query.cypher, query.bind({"tag": v8.tag, "id": v8.id(node)})).consume().profile
+            )
         assert any(op == "NodeUniqueIndexSeek" and "target:Object" in details for op, details, _ in operators)
         assert not any(op in ("AllNodesScan", "NodeByLabelScan", "ShortestPath") for op, _, _ in operators)
         hits = sum(h for _, _, h in operators)
@@ -207,7 +230,9 @@ def test_why_alive_reads_the_first_path_in_steps_proportional_to_its_length(data
 # --- why-alive ---------------------------------------------------------------------------------
 
 
-def test_why_alive_paths_are_shortest_retaining_paths_on_v8(questions: Questions, v8: Loaded, leak_snapshot: Path, memlab_oracle) -> None:
+def test_why_alive_paths_are_shortest_retaining_paths_on_v8(
+    questions: Questions, v8: Loaded, leak_snapshot: Path, memlab_oracle
+) -> None:
     oracle = memlab_oracle(leak_snapshot)
     assert np.array_equal(oracle.ids, v8.graph.ids)
     sample = sample_by_distance(v8, 30)
@@ -251,7 +276,7 @@ def test_ignored_names_types_and_ids_are_avoided(questions: Questions, v8: Loade
         name = first.references[-2].name  # a reference in the middle of the path
         middle = first.objects[len(first.objects) // 2]
         edge_ok = np.array([g.edge_label(e) != name for e in range(g.edge_count)])
-        by_name = questions.why_alive(v8.tag, v8.id(node), ignore_names=[name])
+        by_name = questions.why_alive(v8.tag, v8.id(node), params.Why(ignore_name=[name]))
         expected = bfs_distance(v8, node, edge_ok, all_nodes)
         if expected < 0:
             assert by_name.paths == []
@@ -260,7 +285,7 @@ def test_ignored_names_types_and_ids_are_avoided(questions: Questions, v8: Loade
             assert all(ref.name != name for ref in by_name.paths[0].references)
             assert by_name.paths[0].length == expected
 
-        by_type = questions.why_alive(v8.tag, v8.id(node), ignore_types=[middle.type])
+        by_type = questions.why_alive(v8.tag, v8.id(node), params.Why(ignore_type=[middle.type]))
         expected = bfs_distance(v8, node, everything, types != middle.type)
         if expected < 0:
             assert by_type.paths == []
@@ -269,7 +294,7 @@ def test_ignored_names_types_and_ids_are_avoided(questions: Questions, v8: Loade
             assert all(o.type != middle.type for o in by_type.paths[0].objects[1:-1])
             assert by_type.paths[0].length == expected
 
-        by_id = questions.why_alive(v8.tag, v8.id(node), ignore_ids=[middle.id])
+        by_id = questions.why_alive(v8.tag, v8.id(node), params.Why(ignore_id=[middle.id]))
         expected = bfs_distance(v8, node, everything, g.ids != middle.id)
         assert [p.length for p in by_id.paths] == ([] if expected < 0 else [expected])
         if by_id.paths:
@@ -294,7 +319,7 @@ def test_k_paths_end_with_distinct_retaining_references(questions: Questions, v8
     candidates = np.flatnonzero((near_holders >= 3) & (near_holders == holders) & (r.distance > 2))[:8]
     assert candidates.size >= 3
     for node in candidates.tolist():
-        answer = questions.why_alive(v8.tag, v8.id(node), k=3)
+        answer = questions.why_alive(v8.tag, v8.id(node), params.Why(k=3))
         assert len(answer.paths) == 3
         assert answer.paths[0].length == r.distance[node]
         last_hops = set()
@@ -305,9 +330,9 @@ def test_k_paths_end_with_distinct_retaining_references(questions: Questions, v8
             last_hops.add((path.objects[-2].id, path.references[-1].kind, path.references[-1].name))
         assert len(last_hops) == 3
     single = int(np.flatnonzero((holders == 1) & r.reachable & (r.distance > 2))[0])
-    assert len(questions.why_alive(v8.tag, v8.id(single), k=5).paths) == 1
+    assert len(questions.why_alive(v8.tag, v8.id(single), params.Why(k=5)).paths) == 1
     with pytest.raises(ParameterError):
-        questions.why_alive(v8.tag, v8.id(single), k=11)
+        questions.why_alive(v8.tag, v8.id(single), params.Why(k=11))
 
 
 # --- dominators, retains, top, types ---------------------------------------------------------
@@ -332,8 +357,10 @@ def test_dominator_chains_follow_the_analysis(questions: Questions, v8: Loaded, 
 
 def test_retains_is_the_dominated_subtree_largest_first(questions: Questions, v8: Loaded) -> None:
     r = v8.result
-    cache = int(np.flatnonzero(np.array([v8.graph.type_name(i) == "LeakyCache" for i in range(v8.graph.node_count)]))[0])
-    answer = questions.retains(v8.tag, v8.id(cache), depth=3, limit=25)
+    cache = int(
+        np.flatnonzero(np.array([v8.graph.type_name(i) == "LeakyCache" for i in range(v8.graph.node_count)]))[0]
+    )
+    answer = questions.retains(v8.tag, v8.id(cache), params.Retains(depth=3, limit=25))
     assert answer.objects[0].id == v8.id(cache) and len(answer.objects) == 26 and answer.truncated
     depth = {v8.id(cache): 0}
     for parent, child in answer.edges:
@@ -357,17 +384,17 @@ def test_top_and_types_equal_in_process_aggregates(questions: Questions, v8: Loa
         keep = np.flatnonzero(r.reachable & ~synthetic)
         keep = keep[keep != r.root]
         order = keep[np.lexsort((g.ids[keep], -r.retained_size[keep]))]
-        top = questions.top(loaded.tag, limit=15)
+        top = questions.top(loaded.tag, params.Top(limit=15))
         assert [o.id for o in top] == [loaded.id(int(i)) for i in order[:15]]
         assert [o.retained_size for o in top] == r.retained_size[order[:15]].tolist()
 
         kinds = np.array([g.type_name(i) for i in range(g.node_count)])
         some_type = kinds[order[0]]
-        of_type = questions.top(loaded.tag, type_name=some_type, limit=5)
+        of_type = questions.top(loaded.tag, params.Top(type=some_type, limit=5))
         expected = [i for i in order if kinds[i] == some_type][:5]
         assert [o.id for o in of_type] == [loaded.id(int(i)) for i in expected]
 
-        rows = questions.types(loaded.tag, sort="count", limit=10_000)
+        rows = questions.types(loaded.tag, params.Types(sort="count", limit=10_000))
         members = r.reachable & ~synthetic
         members[r.root] = False
         assert sum(row.count for row in rows) == int(members.sum())
@@ -396,7 +423,7 @@ def test_objects_are_found_by_type_and_name(questions: Questions, v8: Loaded) ->
     assert questions.resolve(v8.tag, "LeakedItem") == v8.id(int(best))
     with pytest.raises(NotFound, match="LeakedItem"):
         questions.resolve(v8.tag, "LeakedItem", "no such name anywhere")
-    details = questions.object(v8.tag, v8.id(int(best)), limit=5)
+    details = questions.object(v8.tag, v8.id(int(best)), params.ObjectDetails(limit=5))
     assert details.object.type == "LeakedItem"
     incoming = sum(1 for s in g.edge_sources()[g.edge_to == best])
     assert details.incoming_count == incoming
@@ -441,7 +468,7 @@ def test_cli_why_in_every_format(v8: Loaded, tmp_path: Path) -> None:
     code, _, err = invoke("why", v8.tag, str(target), "--format", "dot", "-o", str(dot_file))
     assert code == 0, err
     source = dot_file.read_text()
-    assert 'shape=house' in source and 'tooltip="target"' in source
+    assert "shape=house" in source and 'tooltip="target"' in source
     if shutil.which("dot"):
         done = subprocess.run(["dot", "-Tsvg"], input=source, capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, done.stderr
@@ -450,7 +477,9 @@ def test_cli_why_in_every_format(v8: Loaded, tmp_path: Path) -> None:
 
 
 def test_cli_other_questions_and_errors(v8: Loaded) -> None:
-    cache_id = v8.id(int(np.flatnonzero(np.array([v8.graph.type_name(i) == "LeakyCache" for i in range(v8.graph.node_count)]))[0]))
+    cache_id = v8.id(
+        int(np.flatnonzero(np.array([v8.graph.type_name(i) == "LeakyCache" for i in range(v8.graph.node_count)]))[0])
+    )
     code, out, _ = invoke("dominators", v8.tag, str(cache_id), "--format", "json")
     assert code == 0 and json.loads(out)["chain"][-1]["id"] == cache_id
     code, out, _ = invoke("retains", v8.tag, str(cache_id), "--depth", "2", "--limit", "5")
@@ -475,7 +504,9 @@ def test_cli_stored_queries(v8: Loaded) -> None:
     assert code == 0 and {q["name"] for q in json.loads(out)} == set(catalog.catalog())
     code, out, _ = invoke("query", "top", "-p", f"tag={v8.tag}", "-p", "limit=2", "--json")
     assert code == 0 and len(json.loads(out)) == 2
-    code, out, _ = invoke("query", "dominated", "-p", f"tag={v8.tag}", "-p", f"ids={v8.id(v8.result.root)}", "-p", "limit=3")
+    code, out, _ = invoke(
+        "query", "dominated", "-p", f"tag={v8.tag}", "-p", f"ids={v8.id(v8.result.root)}", "-p", "limit=3"
+    )
     assert code == 0 and len(out.splitlines()) == 4
     code, _, err = invoke("query", "top", "-p", f"tag={v8.tag}", "-p", "limit=many")
     assert code == 1 and "limit" in err

@@ -10,15 +10,25 @@ import subprocess
 import pytest
 
 from heapdb import render
-from heapdb.answers import DominatorChain, ObjectInfo, Reference, RetainerPath, Retains, WhyAlive
+from heapdb.queries.results import DominatorChain, ObjectInfo, Reference, RetainerPath, Retains, WhyAlive
 
 HOSTILE = 'say "hi" <b>&amp;</b>\\n back\\slash\nnew line\ttab }];'
 
 
-def obj(object_id: int, type_name: str, name: str = "", *, root: bool = False, self_size: int = 16, retained: int = 2048) -> ObjectInfo:
+def obj(
+    object_id: int, type_name: str, name: str = "", *, root: bool = False, self_size: int = 16, retained: int = 2048
+) -> ObjectInfo:
     return ObjectInfo(
-        id=object_id, type=type_name, name=name, kind="object", self_size=self_size, retained_size=retained,
-        retained_count=3, distance=None, reachable=True, root=root,
+        id=object_id,
+        type=type_name,
+        name=name,
+        kind="object",
+        self_size=self_size,
+        retained_size=retained,
+        retained_count=3,
+        distance=None,
+        reachable=True,
+        root=root,
     )
 
 
@@ -27,7 +37,10 @@ def sample_answer() -> WhyAlive:
     holder = obj(20, 'Klass"<x>', HOSTILE, retained=1536)
     array = obj(30, "(array)", "", retained=1024)
     target = obj(-40, "LeakedItem", "leaked \u00e9t\u00e9", retained=352)
-    path = RetainerPath([root, holder, array, target], [Reference("property", 'the "cache"'), Reference("internal", "elements"), Reference("element", "3")])
+    path = RetainerPath(
+        [root, holder, array, target],
+        [Reference("property", 'the "cache"'), Reference("internal", "elements"), Reference("element", "3")],
+    )
     return WhyAlive(tag="build123", target=target, paths=[path], ignored={"names": ["x"], "types": [], "ids": []})
 
 
@@ -67,11 +80,21 @@ def test_dot_escapes_labels_and_marks_root_and_target() -> None:
     assert "10.0 MiB" in source and "1.5 KiB" in source
 
 
-@pytest.mark.skipif(shutil.which("dot") is None, reason="GraphViz's dot is not installed (scripts/bootstrap.sh installs it)")
+@pytest.mark.skipif(
+    shutil.which("dot") is None, reason="GraphViz's dot is not installed (scripts/bootstrap.sh installs it)"
+)
 def test_graphviz_accepts_every_graph_answer() -> None:
     why = sample_answer()
     chain = DominatorChain(tag="t", target=why.target, chain=why.paths[0].objects)
-    retains = Retains(tag="t", target=why.paths[0].objects[1], objects=why.paths[0].objects[1:], edges=[(20, 30), (30, -40)], depth=3, limit=50, truncated=False)
+    retains = Retains(
+        tag="t",
+        target=why.paths[0].objects[1],
+        objects=why.paths[0].objects[1:],
+        edges=[(20, 30), (30, -40)],
+        depth=3,
+        limit=50,
+        truncated=False,
+    )
     for answer in (why, chain, retains):
         source = render.dot(answer)
         done = subprocess.run(["dot", "-Tplain"], input=source, capture_output=True, text=True, timeout=60)
@@ -90,7 +113,9 @@ def test_figures_merge_shared_hops_of_several_paths() -> None:
     why = sample_answer()
     first = why.paths[0]
     other_holder = obj(50, "Other")
-    second = RetainerPath([first.objects[0], other_holder, first.objects[-1]], [Reference("property", "a"), Reference("property", "b")])
+    second = RetainerPath(
+        [first.objects[0], other_holder, first.objects[-1]], [Reference("property", "a"), Reference("property", "b")]
+    )
     why.paths.append(second)
     fig = render.figure(why)
     assert set(fig.objects) == {1, 20, 30, -40, 50}

@@ -54,7 +54,10 @@ def test_why_answers_json_dot_and_svg(client: TestClient, loaded) -> None:
     assert response.status_code == 200 and response.headers["content-type"].startswith("text/vnd.graphviz")
     assert "shape=house" in response.text and 'tooltip="target"' in response.text
     if shutil.which("dot"):
-        assert subprocess.run(["dot", "-Tsvg"], input=response.text, capture_output=True, text=True, timeout=60).returncode == 0
+        assert (
+            subprocess.run(["dot", "-Tsvg"], input=response.text, capture_output=True, text=True, timeout=60).returncode
+            == 0
+        )
         response = client.get(f"/api/snapshots/{tag}/objects/{target}/why", params={"format": "svg"})
         assert response.status_code == 200 and response.headers["content-type"].startswith("image/svg+xml")
         assert "<svg" in response.text
@@ -81,11 +84,17 @@ def test_the_other_questions(client: TestClient, loaded) -> None:
     retains = client.get(f"/api/snapshots/{tag}/objects/{holder}/retains", params={"depth": 1, "limit": 5}).json()
     assert retains["objects"][0]["id"] == holder and len(retains["objects"]) <= 6
     assert all(parent == holder for parent, _ in retains["edges"])
-    assert client.get(f"/api/snapshots/{tag}/objects/{holder}/retains", params={"format": "dot"}).text.startswith("digraph")
+    assert client.get(f"/api/snapshots/{tag}/objects/{holder}/retains", params={"format": "dot"}).text.startswith(
+        "digraph"
+    )
 
     top = client.get(f"/api/snapshots/{tag}/top", params={"limit": 5}).json()
-    assert len(top) == 5 and [o["retained_size"] for o in top] == sorted((o["retained_size"] for o in top), reverse=True)
-    assert top == client.get(f"/api/snapshots/{tag}/top", params={"limit": 5}).json()  # the remembered answer is the same
+    assert len(top) == 5 and [o["retained_size"] for o in top] == sorted(
+        (o["retained_size"] for o in top), reverse=True
+    )
+    assert (
+        top == client.get(f"/api/snapshots/{tag}/top", params={"limit": 5}).json()
+    )  # the remembered answer is the same
     types = client.get(f"/api/snapshots/{tag}/types", params={"sort": "count", "limit": 3}).json()
     assert len(types) == 3 and types[0]["count"] >= types[1]["count"]
 
@@ -158,7 +167,11 @@ def test_503_when_neo4j_is_out_of_reach_and_recovery(database: Database, loaded,
     client = TestClient(create_app(connect))
     for key, value in closed.items():
         monkeypatch.setenv(key, value)
-    for url in (f"/api/snapshots/{tag}/objects/{int(graph.ids[graph.root])}/why", f"/api/snapshots/{tag}/types", "/api/queries/snapshots"):
+    for url in (
+        f"/api/snapshots/{tag}/objects/{int(graph.ids[graph.root])}/why",
+        f"/api/snapshots/{tag}/types",
+        "/api/queries/snapshots",
+    ):
         response = client.get(url)
         assert response.status_code == 503, response.text
         assert "cannot reach" in response.json()["error"]

@@ -24,16 +24,20 @@ NAMES = st.text(alphabet=st.characters(codec="utf-8"), max_size=6)
 
 @dataclass
 class Model:
-    objects: list[tuple[int, str, str, int, list[tuple[int, EdgeKind, str | int]], str]]  # id, type, kind, size, refs, name
+    objects: list[
+        tuple[int, str, str, int, list[tuple[int, EdgeKind, str | int]], str]
+    ]  # id, type, kind, size, refs, name
     roots: list[tuple[str, str, int]]  # kind, name, target
 
 
 @st.composite
 def models(draw: st.DrawFn) -> Model:
-    ids = draw(st.one_of(
-        st.lists(st.integers(-(1 << 63), (1 << 63) - 1), min_size=0, max_size=25, unique=True),  # sparse
-        st.integers(0, 25).map(lambda n: [2 * i + 1 for i in range(n)]),  # dense, V8-like
-    ))
+    ids = draw(
+        st.one_of(
+            st.lists(st.integers(-(1 << 63), (1 << 63) - 1), min_size=0, max_size=25, unique=True),  # sparse
+            st.integers(0, 25).map(lambda n: [2 * i + 1 for i in range(n)]),  # dense, V8-like
+        )
+    )
     objects = []
     for i in ids:
         refs = []
@@ -41,12 +45,22 @@ def models(draw: st.DrawFn) -> Model:
             kind = draw(st.sampled_from(list(EdgeKind)))
             name: str | int = draw(st.integers(0, (1 << 32) - 1)) if kind in NUMERIC_NAME_KINDS else draw(NAMES)
             refs.append((draw(st.sampled_from(ids)), kind, name))
-        objects.append((i, draw(NAMES), draw(st.sampled_from(["object", "array", "string", "native"])),
-                        draw(st.integers(0, (1 << 63) - 1)), refs, draw(NAMES)))
+        objects.append(
+            (
+                i,
+                draw(NAMES),
+                draw(st.sampled_from(["object", "array", "string", "native"])),
+                draw(st.integers(0, (1 << 63) - 1)),
+                refs,
+                draw(NAMES),
+            )
+        )
     roots = []
     if ids:
         for _ in range(draw(st.integers(0, 5))):
-            roots.append((draw(st.sampled_from(["stack", "module", "handle"])), draw(NAMES), draw(st.sampled_from(ids))))
+            roots.append(
+                (draw(st.sampled_from(["stack", "module", "handle"])), draw(NAMES), draw(st.sampled_from(ids)))
+            )
     return Model(objects, roots)
 
 
@@ -65,7 +79,11 @@ def check_against_model(g: HeapGraph, model: Model) -> None:
     for i, tname, kind, size, refs, name in model.objects:
         node = ix[i]
         assert (g.type_name(node), g.node_kinds[g.kind[node]], int(g.self_size[node]), g.node_name(node)) == (
-            tname, kind, size, name)
+            tname,
+            kind,
+            size,
+            name,
+        )
         got = [(int(g.ids[g.edge_to[e]]), EdgeKind(int(g.edge_kind[e])), g.edge_label(e)) for e in g.out_edges(node)]
         assert got == [(t, k, str(n)) for t, k, n in refs]
     assert g.node_name(g.root) == "(root)"
@@ -80,8 +98,13 @@ def check_against_model(g: HeapGraph, model: Model) -> None:
 
 def same(a: HeapGraph, b: HeapGraph) -> bool:
     arrays = ("ids", "kind", "type", "name", "self_size", "edge_start", "edge_to", "edge_kind", "edge_name")
-    return (all(np.array_equal(getattr(a, f), getattr(b, f)) for f in arrays)
-            and a.strings == b.strings and a.node_kinds == b.node_kinds and a.root == b.root and a.meta == b.meta)
+    return (
+        all(np.array_equal(getattr(a, f), getattr(b, f)) for f in arrays)
+        and a.strings == b.strings
+        and a.node_kinds == b.node_kinds
+        and a.root == b.root
+        and a.meta == b.meta
+    )
 
 
 @SETTINGS
@@ -98,11 +121,14 @@ def test_random_graphs_round_trip(model: Model, compress: bool) -> None:
 
 @SETTINGS
 @given(models(), st.booleans(), st.data())
-def test_random_damage_is_a_format_error_or_reads_a_valid_graph(model: Model, compress: bool, data: st.DataObject) -> None:
+def test_random_damage_is_a_format_error_or_reads_a_valid_graph(
+    model: Model, compress: bool, data: st.DataObject
+) -> None:
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "m.snapbin"
         write_model(model, path, compress)
         raw = path.read_bytes()
+        damaged: bytes | bytearray
         if data.draw(st.booleans(), label="truncate"):
             damaged = raw[: data.draw(st.integers(0, len(raw) - 1), label="cut")]
         else:

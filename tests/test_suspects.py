@@ -16,11 +16,13 @@ import pytest
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
-from heapdb.answers import Questions
 from heapdb.cli import main
 from heapdb.db import Database
+from heapdb.errors import ParameterError
 from heapdb.loader import store
-from heapdb.queries.catalog import ParameterError
+from heapdb.queries import params
+from heapdb.queries.questions import Questions
+from heapdb.queries.results import ObjectRef, Suspects
 from heapdb.service.app import create_app
 from tests.support.snapshots import LUAU_FIXTURES, load_snapshot
 
@@ -66,20 +68,38 @@ def expected_suspects(graph, result, share: float, percent: int):
                 break
             point, depth = largest, depth + 1
         below = children.get(point, [])
-        out.append((-int(size[node]), int(graph.ids[node]), int(graph.ids[point]), depth, len(below), max((int(size[c]) for c in below), default=0)))
+        out.append(
+            (
+                -int(size[node]),
+                int(graph.ids[node]),
+                int(graph.ids[point]),
+                depth,
+                len(below),
+                max((int(size[c]) for c in below), default=0),
+            )
+        )
     return [row[1:] for row in sorted(out)], threshold, reachable_size
 
 
-def check(database: Database, loaded, share: float, ratio: float = 0.8) -> None:
+def check(database: Database, loaded, share: float, ratio: float = 0.8) -> Suspects:
     tag, graph, result = loaded.tag, loaded.graph, loaded.result
-    answer = Questions(database).suspects(tag, share=share, ratio=ratio, limit=1000)
+    answer = Questions(database).suspects(tag, params.Suspects(share=share, ratio=ratio, limit=1000))
     expected, threshold, reachable_size = expected_suspects(graph, result, share, round(ratio * 100))
     assert (answer.min_retained, answer.reachable_size) == (threshold, reachable_size)
-    got = [(s.object.id, s.accumulation.object.id, s.accumulation.depth, s.accumulation.children, s.accumulation.largest_child) for s in answer.objects]
+    got = [
+        (
+            s.object.id,
+            s.accumulation.object.id,
+            s.accumulation.depth,
+            s.accumulation.children,
+            s.accumulation.largest_child,
+        )
+        for s in answer.objects
+    ]
     assert got == expected
     for s in answer.objects:
         assert s.object.retained_size >= threshold and s.share == s.object.retained_size / reachable_size
-        assert s.why == f"/api/snapshots/{tag}/objects/{s.object.id}/why"
+        assert s.why == ObjectRef(tag, s.object.id)
         point = s.accumulation
         assert point.largest_child * 100 < point.object.retained_size * round(ratio * 100)
     groups = store.LoadInput.from_analysis(graph, result).type_groups()
@@ -115,10 +135,11 @@ def test_suspects_on_the_command_line_and_rest(database: Database, v8) -> None:
     rest = client.get(f"/api/snapshots/{tag}/suspects", params={"share": 0.01})
     assert rest.status_code == 200 and rest.json() == json.loads(cli.stdout)
     first = rest.json()["objects"][0]
+    assert first["why"] == f"/api/snapshots/{tag}/objects/{first['object']['id']}/why"
     assert client.get(first["why"]).json()["target"]["id"] == first["object"]["id"]
     assert client.get(first["accumulation"]["why"], params={"format": "dot"}).text.startswith("digraph")
     assert client.get(f"/api/snapshots/{tag}/suspects", params={"share": 0}).status_code == 422
     assert client.get(f"/api/snapshots/{tag}/suspects", params={"ratio": 0.4}).status_code == 422
     assert client.get("/api/snapshots/no-such-tag/suspects").status_code == 404
     with pytest.raises(ParameterError):
-        Questions(database).suspects(tag, share=1.5)
+        Questions(database).suspects(tag, params.Suspects(share=1.5))

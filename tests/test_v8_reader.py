@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -22,9 +23,12 @@ NODE_TYPES = ["hidden", "array", "string", "object", "code", "closure", "regexp"
 EDGE_FIELDS = ["type", "name_or_index", "to_node"]
 EDGE_TYPES = ["context", "element", "property", "internal", "hidden", "shortcut", "weak"]
 
+# (node type, name index, id, self size, [(edge type, name or index, target)]): one row of snapshot_dict.
+NodeRow = tuple[str, int, int, int, Sequence[tuple[str, int | str, int]]]
+
 
 def snapshot_dict(
-    nodes: list[tuple[str, int, int, int, list[tuple[str, int | str, int]]]],
+    nodes: Sequence[NodeRow],
     strings: list[str],
     *,
     detachedness: list[int] | None = None,
@@ -231,7 +235,7 @@ def test_random_snapshots_round_trip_through_json(tmp_path: Path, generated, ind
 
 def test_detachedness_propagates_through_native_nodes_only(tmp_path: Path) -> None:
     strings = ["", "<div>", "<span>", "Obj", "<p>"]
-    rows = [
+    rows: list[NodeRow] = [
         ("synthetic", 0, 1, 0, [("element", 1, 1), ("element", 2, 4)]),
         ("native", 1, 2, 10, [("element", 1, 2), ("weak", "w", 7)]),  # attached root of a DOM tree
         ("native", 2, 4, 10, [("element", 1, 3)]),  # attached by propagation
@@ -399,9 +403,9 @@ def test_invalid_json_in_strings_and_unterminated_sections(tmp_path: Path) -> No
     bad = text.replace('"hello"', '"hel\\qlo"')
     error = expect_format_error(write(tmp_path, bad), "'strings'")
     assert error.offset == bad.index("\\q")
-    bad = text.encode().replace(b'"hello"', b'"hel\xfflo"')
-    error = expect_format_error(write(tmp_path, bad), "UTF-8")
-    assert error.offset == bad.index(b"\xff")
+    bad_bytes = text.encode().replace(b'"hello"', b'"hel\xfflo"')
+    error = expect_format_error(write(tmp_path, bad_bytes), "UTF-8")
+    assert error.offset == bad_bytes.index(b"\xff")
     expect_format_error(
         write(tmp_path, text.replace('"locations": [2, 1, 10, 4]', '"locations": [2, 1, 10, 4')), "strings"
     )

@@ -1,24 +1,29 @@
 """The ``heapdb`` command.
 
 One error path for every subcommand: a :class:`~heapdb.errors.HeapdbError` prints its message and
-exits with its code, Ctrl-C exits 130, and anything unexpected prints one line and exits 2. ``--debug``
+exits with its code, Ctrl-C exits 130, a closed pipe (``| head``) exits 141 without a word, and
+anything unexpected prints one line and exits 2. ``--debug``
 lets the traceback through. Subcommands live in sibling modules, each registering on :data:`main`.
 """
 
 from __future__ import annotations
 
+import os
 import sys
+from typing import Any
 
 import click
 
 from heapdb import __version__
 from heapdb.errors import HeapdbError
 
+SIGPIPE_STATUS = 141  # 128 + SIGPIPE: what a shell reports for a tool whose reader closed the pipe
+
 
 class HeapdbGroup(click.Group):
     """A click group that turns heapdb's errors into messages instead of tracebacks."""
 
-    def invoke(self, ctx: click.Context):  # type: ignore[override]
+    def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
@@ -31,6 +36,12 @@ class HeapdbGroup(click.Group):
         except KeyboardInterrupt:
             click.echo("heapdb: interrupted", err=True)
             ctx.exit(130)
+        except BrokenPipeError:
+            # The reader went away (`heapdb ... | head`): stop quietly, as Unix tools do, with the
+            # status of a process ended by SIGPIPE. Later writes go nowhere, so that Python's own
+            # flush at exit does not fail again.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            ctx.exit(SIGPIPE_STATUS)
         except Exception as e:  # a bug: say so briefly, keep the traceback behind --debug
             if ctx.obj and ctx.obj.get("debug"):
                 raise
@@ -57,7 +68,16 @@ def main(ctx: click.Context, debug: bool) -> None:
 
 def _register() -> None:
     # Imported for their side effect: each module adds its commands to `main`.
-    from heapdb.cli import analysis_cmd, compare_cmd, formats_cmd, heapgraph_cmd, load_cmd, neo4j_cmd, query_cmd, serve_cmd  # noqa: F401
+    from heapdb.cli import (  # noqa: F401
+        analysis_cmd,
+        compare_cmd,
+        formats_cmd,
+        heapgraph_cmd,
+        load_cmd,
+        neo4j_cmd,
+        query_cmd,
+        serve_cmd,
+    )
 
 
 _register()

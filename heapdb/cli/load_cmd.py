@@ -5,35 +5,38 @@ from __future__ import annotations
 import json
 import os
 import time
+from typing import TYPE_CHECKING
 
 import click
 
 from heapdb import db
 from heapdb.cli import main
+from heapdb.cli.options import key_values
 from heapdb.cli.steps import analyse_with_progress, read_with_progress
 from heapdb.units import human_bytes
+
+if TYPE_CHECKING:
+    from heapdb.loader.store import Snapshot
 
 
 def _say(message: str) -> None:
     click.echo(f"heapdb: {message}", err=True)
 
 
-def _parse_meta(values: tuple[str, ...]) -> dict[str, str]:
-    meta = {}
-    for item in values:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise click.BadParameter(f"{item!r} is not key=value", param_hint="--meta")
-        meta[key] = value
-    return meta
-
-
 @main.command()
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
 @click.option("--tag", required=True, help="Name of this snapshot in the database, e.g. build123.")
 @click.option("--replace", is_flag=True, help="Load over an existing snapshot with the same tag.")
-@click.option("--meta", multiple=True, metavar="KEY=VALUE", help="Extra metadata to store with the snapshot (repeatable).")
-@click.option("--batch-size", default=20_000, show_default=True, type=click.IntRange(100, 1_000_000), help="Rows per write transaction.")
+@click.option(
+    "--meta", multiple=True, metavar="KEY=VALUE", help="Extra metadata to store with the snapshot (repeatable)."
+)
+@click.option(
+    "--batch-size",
+    default=20_000,
+    show_default=True,
+    type=click.IntRange(100, 1_000_000),
+    help="Rows per write transaction.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the load report as JSON.")
 def load(file: str, tag: str, replace: bool, meta: tuple[str, ...], batch_size: int, as_json: bool) -> None:
     """Read a snapshot, compute dominators, retained sizes and distances, and store it in Neo4j.
@@ -44,7 +47,7 @@ def load(file: str, tag: str, replace: bool, meta: tuple[str, ...], batch_size: 
     """
     from heapdb.loader import store
 
-    extra = _parse_meta(meta)
+    extra = {key: values[-1] for key, values in key_values(meta, "--meta").items()}
     started = time.monotonic()
     _, graph = read_with_progress(file)
     read_seconds = time.monotonic() - started
@@ -55,10 +58,30 @@ def load(file: str, tag: str, replace: bool, meta: tuple[str, ...], batch_size: 
 
     data = store.LoadInput.from_analysis(graph, result)
     with db.connect() as database:
-        report = store.load(database, data, tag, replace=replace, meta=extra, source=os.path.abspath(file), batch_size=batch_size, say=_say)
+        report = store.load(
+            database,
+            data,
+            tag,
+            replace=replace,
+            meta=extra,
+            source=os.path.abspath(file),
+            batch_size=batch_size,
+            say=_say,
+        )
     report.seconds = {"read": read_seconds, "analyse": analyse_seconds, **report.seconds}
     if as_json:
-        click.echo(json.dumps({"tag": report.tag, "sid": report.sid, "objects": report.objects, "references": report.references, "seconds": report.seconds}, indent=2))
+        click.echo(
+            json.dumps(
+                {
+                    "tag": report.tag,
+                    "sid": report.sid,
+                    "objects": report.objects,
+                    "references": report.references,
+                    "seconds": report.seconds,
+                },
+                indent=2,
+            )
+        )
         return
     phases = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in report.seconds.items())
     click.echo(f"loaded {report.objects:,} objects and {report.references:,} references as {tag!r} ({phases})")
@@ -73,28 +96,28 @@ def snapshots(show_all: bool, as_json: bool) -> None:
 
     with db.connect() as database:
         store.ensure_schema(database)
-        rows = store.list_snapshots(database, include_incomplete=show_all)
+        listed = store.list_snapshots(database, include_incomplete=show_all)
     if as_json:
-        click.echo(json.dumps(rows, indent=2, default=str))
+        click.echo(json.dumps([s.as_dict() for s in listed], indent=2, default=str))
         return
-    if not rows:
+    if not listed:
         click.echo("no snapshots loaded (load one with `heapdb load FILE --tag TAG`)")
         return
     header = f"{'tag':<24} {'status':<9} {'format':<8} {'objects':>11} {'references':>12} {'total size':>11}  loaded at"
     click.echo(header)
-    for row in rows:
+    for s in listed:
         click.echo(
-            f"{row['tag']:<24} {_status(row):<9} {row.get('format', ''):<8} {row.get('object_count', 0):>11,} "
-            f"{row.get('reference_count', 0):>12,} {human_bytes(row.get('total_size', 0)):>11}  {row.get('loaded_at') or row.get('started_at', '')}"
+            f"{s.tag:<24} {_status(s):<9} {s.format or '':<8} {s.object_count or 0:>11,} "
+            f"{s.reference_count or 0:>12,} {human_bytes(s.total_size or 0):>11}  {s.loaded_at or s.started_at or ''}"
         )
 
 
-def _status(row: dict) -> str:
+def _status(snapshot: Snapshot) -> str:
     from heapdb.loader.store import STORE_VERSION
 
-    if row["status"] == "ready" and row.get("store_version", 1) < STORE_VERSION:
+    if snapshot.status == "ready" and snapshot.store_version < STORE_VERSION:
         return "outdated"  # stored by an older heapdb: questions refuse it until it is loaded again
-    return row["status"]
+    return snapshot.status
 
 
 @main.command()

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import click
 
-from heapdb import config, db, neo4j_server
+from heapdb import config, neo4j_server
 from heapdb.cli import main
 from heapdb.units import human_bytes
 
@@ -20,7 +21,7 @@ class PortType(click.ParamType):
 
     name = "port"
 
-    def convert(self, value, param, ctx):  # type: ignore[override]
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, int):
             return value
         if str(value).lower() == "auto":
@@ -102,26 +103,9 @@ def status(as_json: bool) -> None:
         f"bolt:      {info['bolt_uri']}",
         f"browser:   {info['browser_url']}",
         f"memory:    heap {info['heap']}, page cache {info['pagecache']}",
-        f"data:      {human_bytes(int(info['data_bytes']))} in {info['home']}",
+        f"data:      {human_bytes(int(str(info['data_bytes'])))} in {info['home']}",
     ]
     if "server" in info:
         server = info["server"]
         lines.append(f"server:    {', '.join(server) if isinstance(server, list) else server}")
     click.echo("\n".join(lines))
-
-
-@main.command()
-@click.argument("cypher")
-@click.option("--json", "as_json", is_flag=True, help="Print rows as JSON.")
-def cypher(cypher: str, as_json: bool) -> None:
-    """Run one read-only Cypher statement against heapdb's Neo4j and print the rows.
-
-    Example: heapdb cypher 'RETURN 1 AS one'
-    """
-    with db.connect() as database:
-        rows = database.read(cypher)
-    if as_json:
-        click.echo(json.dumps(rows, indent=2, default=str))
-        return
-    for row in rows:
-        click.echo("  ".join(f"{key}={value}" for key, value in row.items()))

@@ -8,10 +8,23 @@ from heapdb.cli import main
 
 
 @main.command()
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind; loopback unless you mean to share it.")
+@click.option(
+    "--host", default="127.0.0.1", show_default=True, help="Address to bind; loopback unless you mean to share it."
+)
 @click.option("--port", default=8000, show_default=True, type=int, help="Port to listen on.")
-@click.option("--timeout", type=click.FloatRange(0.1, 3600), default=None, help="Seconds each query may run (default: HEAPDB_QUERY_TIMEOUT, else 30).")
-@click.option("--workers", type=click.IntRange(1, 256), default=40, show_default=True, help="Requests answered at the same time (threads).")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(0.1, 3600),
+    default=None,
+    help="Seconds each query may run (default: HEAPDB_QUERY_TIMEOUT, else 30).",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 256),
+    default=40,
+    show_default=True,
+    help="Requests answered at the same time (threads).",
+)
 def serve(host: str, port: int, timeout: float | None, workers: int) -> None:
     """Serve heapdb's questions over HTTP, with OpenAPI docs at /docs.
 

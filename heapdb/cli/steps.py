@@ -25,4 +25,8 @@ def read_with_progress(path: str | os.PathLike[str]) -> tuple[str, HeapGraph]:
 def analyse_with_progress(graph: HeapGraph, **options: Any) -> analysis.Analysis:
     """:func:`heapdb.loader.analysis.analyze` with a bar over its steps."""
     with bar("analyse", total=len(analysis.STEPS), unit="step", unit_scale=False) as b:
-        return analysis.analyze(graph, on_step=lambda _name: b.update(1), **options)
+
+        def step(_name: str) -> None:
+            b.update(1)
+
+        return analysis.analyze(graph, on_step=step, **options)

@@ -13,15 +13,16 @@ Each format module exposes:
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from heapdb.errors import FormatError
 from heapdb.loader.graph import HeapGraph
 
-SNIFF_BYTES = 4096
+if TYPE_CHECKING:
+    from heapdb.progress import ByteProgress
 
-ByteProgress = Callable[[int], None]
+SNIFF_BYTES = 4096
 
 
 def _modules() -> list[ModuleType]:

@@ -35,7 +35,7 @@ from typing import TextIO
 import numba
 import numpy as np
 
-from heapdb.loader.graph import EdgeKind, HeapGraph
+from heapdb.loader.graph import SYNTHETIC_KIND, EdgeKind, HeapGraph
 
 V8_NODE_TYPES = [
     "hidden",
@@ -65,7 +65,7 @@ _FOREIGN_KIND_TO_V8 = {
     "closure": "closure",
     "proto": "code",
     "string": "string",
-    "synthetic": "synthetic",
+    SYNTHETIC_KIND: "synthetic",
 }
 # EdgeKind value -> V8 edge type index; REFERENCE is written as a property.
 _EDGE_TYPE_OF_KIND = np.array(

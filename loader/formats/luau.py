@@ -50,20 +50,28 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from heapdb.errors import FormatError
-from heapdb.loader.graph import EdgeKind, HeapGraph, StringTable, csr_from_coo
+from heapdb.loader.graph import (
+    ROOT_NAME,
+    SYNTHETIC_KIND,
+    EdgeKind,
+    HeapGraph,
+    StringTable,
+    csr_from_coo,
+    root_kind_node_name,
+)
+
+if TYPE_CHECKING:
+    from heapdb.progress import ByteProgress
 
 NAME = "luau"
 
 SENTINEL = "0"
 OTHER_ROOTS = "other"
-
-ByteProgress = Callable[[int], None]
 
 _SNIFF = re.compile(rb'^\s*\{\s*"objects"\s*:\s*\{')
 _KNOWN_FIELDS = {"type", "cat", "size", "data", "name", "source", "line", "tag", "open"}
@@ -117,9 +125,11 @@ class _Builder:
 
     def __init__(self, path: str | os.PathLike[str], doc: dict[str, Any]) -> None:
         self.path = path
-        self.objects: dict[str, dict[str, Any]] = {k: v for k, v in doc["objects"].items() if k != SENTINEL}
+        # Values are the parsed JSON as written: build() checks each one is an object with a 'type'.
+        self.objects: dict[str, Any] = {k: v for k, v in doc["objects"].items() if k != SENTINEL}
         self.roots: dict[str, Any] = doc["roots"]
-        self.stats = doc.get("stats") if isinstance(doc.get("stats"), dict) else {}
+        stats = doc.get("stats")
+        self.stats: dict[str, Any] = stats if isinstance(stats, dict) else {}
         self.strings = StringTable()
         self.src: list[int] = []
         self.dst: list[int] = []
@@ -132,7 +142,7 @@ class _Builder:
 
     def build(self) -> HeapGraph:
         root_names = list(self.roots)
-        synthetic = ["(root)", *(f"({r} roots)" for r in root_names), f"({OTHER_ROOTS} roots)"]
+        synthetic = [ROOT_NAME, *map(root_kind_node_name, root_names), root_kind_node_name(OTHER_ROOTS)]
         first = len(synthetic)
         addresses = list(self.objects)
         self.index = {a: first + i for i, a in enumerate(addresses)}
@@ -144,12 +154,12 @@ class _Builder:
         name = np.zeros(n, dtype=np.int32)
         self_size = np.zeros(n, dtype=np.int64)
         category = np.zeros(n, dtype=np.uint8)
-        node_kinds = ["synthetic"]
-        kind_index = {"synthetic": 0}
+        node_kinds = [SYNTHETIC_KIND]
+        kind_index = {SYNTHETIC_KIND: 0}
         kind = np.zeros(n, dtype=np.uint8)
         intern = self.strings.intern
         for i, label in enumerate(synthetic):
-            type_[i] = intern("synthetic")
+            type_[i] = intern(SYNTHETIC_KIND)
             name[i] = intern(label)
 
         for node, address in enumerate(addresses, start=first):
@@ -178,13 +188,13 @@ class _Builder:
             self._object_edges(node, address, obj)
 
         for r, root in enumerate(root_names, start=1):
-            self._edge(0, r, EdgeKind.REFERENCE, f"({root} roots)")
+            self._edge(0, r, EdgeKind.REFERENCE, root_kind_node_name(root))
             target = self.roots[root]
             if not isinstance(target, str) or target not in self.index:
                 raise FormatError(self.path, f"root {root!r} ({target!r}) is not an object of the dump", record="roots")
             self._edge(r, self.index[target], EdgeKind.REFERENCE, root)
         other = first - 1
-        self._edge(0, other, EdgeKind.REFERENCE, f"({OTHER_ROOTS} roots)")
+        self._edge(0, other, EdgeKind.REFERENCE, root_kind_node_name(OTHER_ROOTS))
         self._attach_other_roots(n, other, first)
 
         edge_start, edge_to, edge_kind, edge_name = csr_from_coo(
@@ -328,7 +338,8 @@ class _Builder:
         elif t == "thread":
             self._ref(node, obj.get("env"), strong, "__env")
             stack = self._addresses(address, obj, "stack")
-            names = obj.get("stacknames") if isinstance(obj.get("stacknames"), list) else []
+            stacknames = obj.get("stacknames")
+            names: list[Any] = stacknames if isinstance(stacknames, list) else []
             for i, v in enumerate(stack):
                 label = names[i] if i < len(names) and isinstance(names[i], str) and names[i] else "__stack"
                 self._ref(node, v, strong, label)
@@ -408,7 +419,7 @@ class _Builder:
 
 
 def _category_names(stats: dict[str, Any]) -> dict[int, str]:
-    categories = stats.get("categories") if isinstance(stats, dict) else None
+    categories = stats.get("categories")
     if not isinstance(categories, dict):
         return {}
     names = {}

@@ -37,6 +37,8 @@ from typing import Any, Self
 
 import websocket
 
+from tests.support.tiers import needs
+
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 CHROMIUM_FLAGS = (
     "--headless",
@@ -68,6 +70,7 @@ def find_chromium() -> str | None:
     return None
 
 
+@needs("chromium")
 def chromium_version(binary: str | None = None) -> str:
     """``chromium --version``'s answer, e.g. ``Chromium 156.0.8078.79 ...``."""
     binary = binary or find_chromium()
@@ -76,6 +79,7 @@ def chromium_version(binary: str | None = None) -> str:
     return subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=60, check=False).stdout.strip()
 
 
+@needs("chromium")
 class ChromiumPage:
     """A headless Chromium (fresh profile) with one page loaded, kept open until :meth:`close`.
 
@@ -84,9 +88,7 @@ class ChromiumPage:
     each evaluation or wait, each snapshot), not the page's whole life.
     """
 
-    def __init__(
-        self, page: str | os.PathLike[str], *, timeout: float = 120, binary: str | None = None
-    ) -> None:
+    def __init__(self, page: str | os.PathLike[str], *, timeout: float = 120, binary: str | None = None) -> None:
         binary = binary or find_chromium()
         if binary is None:
             raise ChromiumError("no Chromium found on PATH (install the 'chromium' package)")
@@ -162,6 +164,7 @@ class ChromiumPage:
         self._home.cleanup()
 
 
+@needs("chromium")
 def capture_heap_snapshot(
     page: str | os.PathLike[str],
     out: str | os.PathLike[str],
@@ -181,6 +184,7 @@ def capture_heap_snapshot(
         return browser.heap_snapshot(out)
 
 
+@needs("chromium")
 def capture_heap_snapshots(
     page: str | os.PathLike[str],
     out_dir: str | os.PathLike[str],

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from heapdb import config, db, neo4j_server
+from tests.support.tiers import needs
 
 CONNECTION_VARIABLES = ("NEO4J_URI", "NEO4J_USER", "NEO4J_PASSWORD", "NEO4J_DATABASE")
 
@@ -36,6 +37,7 @@ def isolated_heapdb_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[P
 
 
 @pytest.fixture(scope="session")
+@needs("neo4j")
 def neo4j_server_settings(isolated_heapdb_home: Path) -> Iterator[config.ManagedSettings]:
     """A running managed Neo4j on free ports; stopped at the end of the session."""
     settings = config.ManagedSettings(
@@ -53,6 +55,7 @@ def neo4j_server_settings(isolated_heapdb_home: Path) -> Iterator[config.Managed
 
 
 @pytest.fixture(scope="session")
+@needs("neo4j")
 def database(neo4j_server_settings: config.ManagedSettings) -> Iterator[db.Database]:
     """A heapdb :class:`~heapdb.db.Database` connected to the session's Neo4j."""
     with db.connect(start_managed=False) as database:

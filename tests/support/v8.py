@@ -31,6 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
+from tests.support.tiers import needs
+
 JS_DIR = Path(__file__).resolve().parent.parent / "js"
 LEAK_SCRIPT = JS_DIR / "leak.js"
 ORACLE_SCRIPT = JS_DIR / "memlab_oracle.js"
@@ -49,6 +51,7 @@ def node_environment() -> dict[str, str]:
     return {**os.environ, "PUPPETEER_SKIP_DOWNLOAD": "1"}
 
 
+@needs("node")
 def ensure_node_tools() -> Path:
     """Install ``tests/js``'s locked npm dependencies if they are missing; return ``tests/js``.
 
@@ -72,6 +75,7 @@ def ensure_node_tools() -> Path:
     return JS_DIR
 
 
+@needs("node")
 def _run_node(args: Sequence[str], what: str, timeout: float) -> str:
     done = subprocess.run(
         ["node", NODE_MEMORY_FLAG, *args],
@@ -86,6 +90,7 @@ def _run_node(args: Sequence[str], what: str, timeout: float) -> str:
     return done.stdout
 
 
+@needs("node")
 def write_leak_snapshots(
     out_dir: str | os.PathLike[str], sizes: Sequence[int] = (200,), timeout: float = 600
 ) -> dict[str, Path]:
@@ -106,6 +111,7 @@ def write_leak_snapshots(
     return snapshots
 
 
+@needs("node")
 def write_leak_snapshot(out_dir: str | os.PathLike[str], size: int = 200) -> Path:
     """One leak snapshot (``baseline``) with ``size`` leak units."""
     return write_leak_snapshots(out_dir, (size,))["baseline"]
@@ -157,6 +163,7 @@ def load_memlab_oracle(path: str | os.PathLike[str]) -> MemlabOracle:
     )
 
 
+@needs("node")
 def run_memlab_oracle(
     snapshot: str | os.PathLike[str], out: str | os.PathLike[str] | None = None, timeout: float = 1800
 ) -> MemlabOracle:

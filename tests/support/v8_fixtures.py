@@ -19,12 +19,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.tiers import needs
 from tests.support.v8 import MemlabOracle, ensure_node_tools, run_memlab_oracle, write_leak_snapshots
 
 LEAK_SIZES = (100, 200, 300)
 
 
 @pytest.fixture(scope="session")
+@needs("node")
 def node_tools() -> Path:
     return ensure_node_tools()
 

@@ -34,7 +34,9 @@ class IdIndex:
 
 
 @numba.njit(cache=True, nogil=True)
-def _build(ids: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray, int, int]:  # pragma: no cover - compiled
+def _build(
+    ids: np.ndarray, bits: int
+) -> tuple[np.ndarray, np.ndarray, np.int64, np.int64]:  # pragma: no cover - compiled
     size = 1 << bits
     mask = size - 1
     shift = np.uint64(64 - bits)
@@ -53,7 +55,9 @@ def _build(ids: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray, int, int
 
 
 @numba.njit(cache=True, nogil=True)
-def _lookup(keys: np.ndarray, slots: np.ndarray, bits: int, wanted: np.ndarray, out: np.ndarray) -> int:  # pragma: no cover
+def _lookup(
+    keys: np.ndarray, slots: np.ndarray, bits: int, wanted: np.ndarray, out: np.ndarray
+) -> int:  # pragma: no cover
     mask = (1 << bits) - 1
     shift = np.uint64(64 - bits)
     for k in range(wanted.shape[0]):

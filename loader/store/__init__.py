@@ -1,0 +1,37 @@
+"""Writing analysed snapshots into Neo4j, listing them and dropping them.
+
+The data model is described, with example Cypher, in ``docs/data-model.md``. One job per module:
+
+- :mod:`.schema`: the store version and the constraints and indexes (:func:`ensure_schema`);
+- :mod:`.summaries`: :class:`LoadInput`, a graph with its analysis, and the group totals and top
+  ranks computed from it at load;
+- :mod:`.snapshots`: the typed :class:`Snapshot` record, :func:`list_snapshots`, :func:`get_snapshot`;
+- :mod:`.lifecycle`: claiming a tag for a load, dropping, deleting, and why loads look atomic;
+- :mod:`.writer`: the rows, their batches, and :func:`load` itself.
+"""
+
+from __future__ import annotations
+
+from heapdb.loader.store.lifecycle import delete_objects, drop
+from heapdb.loader.store.schema import SCHEMA, STORE_VERSION, ensure_schema
+from heapdb.loader.store.snapshots import Snapshot, get_snapshot, list_snapshots
+from heapdb.loader.store.summaries import TOP_RANKS, LoadInput
+from heapdb.loader.store.writer import CREATE_OBJECTS, DEFAULT_BATCH, LoadReport, load, node_rows
+
+__all__ = [
+    "CREATE_OBJECTS",
+    "DEFAULT_BATCH",
+    "SCHEMA",
+    "STORE_VERSION",
+    "TOP_RANKS",
+    "LoadInput",
+    "LoadReport",
+    "Snapshot",
+    "delete_objects",
+    "drop",
+    "ensure_schema",
+    "get_snapshot",
+    "list_snapshots",
+    "load",
+    "node_rows",
+]

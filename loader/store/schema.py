@@ -1,0 +1,35 @@
+"""What a load writes, versioned, and the constraints and indexes that keep it fast and unique.
+
+The data model is described, with example Cypher, in ``docs/data-model.md``.
+"""
+
+from __future__ import annotations
+
+from heapdb.db import Database, translate_errors
+
+# What a load writes, versioned: a snapshot stored under an older version lacks what queries now read
+# and must be loaded again. 2: top ranks, group retained sizes counting each byte once, nested V8
+# root groups folded in path signatures, :FIRST relationships.
+STORE_VERSION = 2
+# Snapshots stored before the version was recorded carry no store_version property.
+FIRST_STORE_VERSION = 1
+
+SCHEMA = (
+    "CREATE CONSTRAINT heapdb_snapshot_sid IF NOT EXISTS FOR (s:Snapshot) REQUIRE s.sid IS UNIQUE",
+    "CREATE INDEX heapdb_snapshot_tag IF NOT EXISTS FOR (s:Snapshot) ON (s.tag)",
+    "CREATE CONSTRAINT heapdb_object_key IF NOT EXISTS FOR (o:Object) REQUIRE (o.sid, o.id) IS UNIQUE",
+    "CREATE CONSTRAINT heapdb_path_group_key IF NOT EXISTS FOR (g:PathGroup) REQUIRE (g.sid, g.sig) IS UNIQUE",
+    "CREATE INDEX heapdb_object_path IF NOT EXISTS FOR (o:Object) ON (o.sid, o.path_sig)",
+    "CREATE CONSTRAINT heapdb_type_group_key IF NOT EXISTS FOR (t:TypeGroup) REQUIRE (t.sid, t.type) IS UNIQUE",
+    # Only the first TOP_RANKS objects of a snapshot (overall, and per type) carry these properties.
+    "CREATE INDEX heapdb_object_rank IF NOT EXISTS FOR (o:Object) ON (o.sid, o.rank)",
+    "CREATE INDEX heapdb_object_type_rank IF NOT EXISTS FOR (o:Object) ON (o.sid, o.type, o.type_rank)",
+)
+
+
+def ensure_schema(database: Database) -> None:
+    """Create heapdb's constraints and indexes if missing, and wait until they are online."""
+    for statement in SCHEMA:
+        database.write(statement)
+    with translate_errors(database.connection), database.session() as session:
+        session.run("CALL db.awaitIndexes(300)").consume()

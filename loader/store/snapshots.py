@@ -1,0 +1,75 @@
+"""The ``:Snapshot`` node as a typed record, and reading it: :func:`list_snapshots`, :func:`get_snapshot`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from heapdb.db import Database
+from heapdb.errors import NotFound
+from heapdb.loader.store.schema import FIRST_STORE_VERSION
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One load of a snapshot file, as its ``:Snapshot`` node records it.
+
+    ``status`` is ``loading`` until the last batch is written, then ``ready`` (``dropping`` while it
+    is deleted). Properties a node lacks (an unfinished load has no ``loaded_at``, a finished one no
+    ``pid``) are None; ``meta`` is the stored JSON text decoded.
+    """
+
+    sid: int
+    tag: str
+    status: str
+    format: str | None = None
+    runtime: str | None = None
+    source: str | None = None
+    store_version: int = FIRST_STORE_VERSION
+    object_count: int | None = None
+    reference_count: int | None = None
+    total_size: int | None = None
+    reachable_size: int | None = None
+    unreachable_count: int | None = None
+    root_id: int | None = None
+    started_at: str | None = None
+    loaded_at: str | None = None
+    load_seconds: float | None = None
+    pid: int | None = None
+    host: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict, hash=False)  # a dict cannot be hashed; the rest can
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, Any]) -> Snapshot:
+        """The record of a node's properties; keys it does not know are ignored."""
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in props.items() if k in known and v is not None}
+        meta = values.get("meta")
+        if isinstance(meta, str):
+            values["meta"] = json.loads(meta)
+        elif isinstance(meta, Mapping):
+            values["meta"] = dict(meta)
+        return cls(**values)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The properties as plain data (for JSON), leaving out those the node lacks."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
+
+
+def list_snapshots(database: Database, *, include_incomplete: bool = False) -> list[Snapshot]:
+    """All snapshots, oldest first; loads in progress or abandoned only when asked for."""
+    rows = database.read(
+        "MATCH (s:Snapshot) WHERE $all OR s.status = 'ready' RETURN s {.*} AS s ORDER BY s.loaded_at, s.sid",
+        {"all": include_incomplete},
+    )
+    return [Snapshot.from_properties(row["s"]) for row in rows]
+
+
+def get_snapshot(database: Database, tag: str) -> Snapshot:
+    """The ready snapshot with this tag, or :class:`NotFound`."""
+    rows = database.read("MATCH (s:Snapshot {tag: $tag, status: 'ready'}) RETURN s {.*} AS s", {"tag": tag})
+    if not rows:
+        raise NotFound(f"no snapshot tagged {tag!r} (see `heapdb snapshots`)")
+    return Snapshot.from_properties(rows[0]["s"])

@@ -1,0 +1,115 @@
+"""What a load writes besides the objects themselves: per-group totals and top ranks.
+
+:class:`LoadInput` bundles a graph with its analysis and first paths, and computes the figures a
+question would otherwise sort millions of objects for: one row per first-path signature and per
+type, and each object's rank among the largest retainers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from heapdb.loader.analysis import Analysis, outermost_members
+from heapdb.loader.analysis.ranking import largest_first
+from heapdb.loader.graph import HeapGraph
+from heapdb.loader.paths import FirstPaths, first_paths, path_hops
+
+TOP_RANKS = 1000  # how far top lists go (the API's largest limit); see LoadInput.top_ranks
+
+
+@dataclass(frozen=True)
+class LoadInput:
+    """What the loader writes: the graph, its analysis, and which edges retain."""
+
+    graph: HeapGraph
+    retained_size: np.ndarray
+    retained_count: np.ndarray
+    distance: np.ndarray
+    idom: np.ndarray
+    reachable: np.ndarray
+    retaining: np.ndarray  # bool[m]: the edge retains (stored as :REF), else :WEAK_REF
+    paths: FirstPaths  # each object's first retainer path and its signature
+
+    @classmethod
+    def from_analysis(cls, graph: HeapGraph, result: Analysis) -> LoadInput:
+        return cls(
+            graph=graph,
+            retained_size=result.retained_size,
+            retained_count=result.retained_count,
+            distance=result.distance,
+            idom=result.idom,
+            reachable=result.reachable,
+            retaining=result.retaining,
+            paths=first_paths(graph, result.retaining),
+        )
+
+    def path_groups(self) -> list[list[Any]]:
+        """One row per distinct first-path signature: [sig, path text, hops, *group figures]."""
+        rows = []
+        for sig, first, figures in self._groups(self.paths.signature):
+            hops = path_hops(self.graph, self.paths, first)
+            rows.append([int(sig), " / ".join(hops), hops, *figures])
+        return rows
+
+    def type_groups(self) -> list[list[Any]]:
+        """One row per type: [type, *group figures]."""
+        g = self.graph
+        return [[g.strings[int(t)], *figures] for t, _first, figures in self._groups(g.type.astype(np.int64))]
+
+    def _groups(self, key: np.ndarray) -> list[tuple[int, int, list[int]]]:
+        """Reachable objects (the root and synthetic nodes aside) grouped by ``key``.
+
+        Per group: the key, its first member, and [objects, self size, retained size, largest
+        retained size]. The retained size counts each byte once, by Chrome DevTools' rule (see
+        :func:`~heapdb.loader.analysis.outermost_members`): members below another member of the
+        group in the dominator tree, or of zero size, add nothing.
+        """
+        g = self.graph
+        members = self._members()
+        if not members.any():
+            return []
+        index = np.flatnonzero(members)
+        keys, first, inverse, counts = np.unique(key[index], return_index=True, return_inverse=True, return_counts=True)
+        self_size = np.bincount(inverse, weights=g.self_size[index], minlength=keys.size)
+        group = np.zeros(g.node_count, dtype=np.int64)
+        group[index] = inverse
+        outermost = outermost_members(self.idom, g.root, group, members & (g.self_size > 0), keys.size)[index]
+        retained = np.bincount(inverse, weights=np.where(outermost, self.retained_size[index], 0), minlength=keys.size)
+        largest = np.zeros(keys.size, dtype=np.int64)
+        np.maximum.at(largest, inverse, self.retained_size[index])
+        return [
+            (int(k), int(index[f]), [int(c), int(a), int(r), int(x)])
+            for k, f, c, a, r, x in zip(
+                keys.tolist(), first.tolist(), counts.tolist(), self_size.tolist(), retained.tolist(), largest.tolist()
+            )
+        ]
+
+    def _members(self) -> np.ndarray:
+        """bool[n]: the objects groups and top lists count: reachable, not the root, not synthetic."""
+        g = self.graph
+        members = self.reachable & ~g.synthetic_nodes()
+        members[g.root] = False
+        return members
+
+    def top_ranks(self, depth: int = TOP_RANKS) -> tuple[np.ndarray, np.ndarray]:
+        """Each object's place among the largest retainers, overall and within its type (0: not in the first ``depth``).
+
+        Stored at load so the ``top`` question reads at most ``depth`` objects through an index
+        instead of sorting millions; only ranked objects carry the properties, so the index stays
+        small. Order: :func:`~heapdb.loader.analysis.ranking.largest_first`'s, as ``heapdb analyze`` lists them.
+        """
+        g = self.graph
+        order = largest_first(self.retained_size, g.ids, np.flatnonzero(self._members()))
+        rank = np.zeros(g.node_count, dtype=np.int64)
+        rank[order[:depth]] = np.arange(1, min(depth, order.size) + 1)
+        by_type = order[np.argsort(g.type[order], kind="stable")]  # stable: each type keeps the size order
+        types = g.type[by_type]
+        starts = np.flatnonzero(np.r_[True, types[1:] != types[:-1]]) if types.size else np.zeros(0, dtype=np.int64)
+        place = np.arange(types.size) - np.repeat(starts, np.diff(np.r_[starts, types.size]))
+        type_rank = np.zeros(g.node_count, dtype=np.int64)
+        kept = place < depth
+        type_rank[by_type[kept]] = place[kept] + 1
+        return rank, type_rank

@@ -1,0 +1,76 @@
+"""What every question needs: the database, a time limit, the snapshot looked up once, a cache.
+
+The questions themselves live beside this module, grouped by what they look at (one snapshot,
+several, suspects); :class:`heapdb.queries.questions.Questions` puts them together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from heapdb.db import Database
+from heapdb.errors import NotFound, OutdatedSnapshot
+from heapdb.loader.store import STORE_VERSION, Snapshot
+from heapdb.queries import catalog
+from heapdb.queries.cache import AnswerCache
+from heapdb.queries.params import DEFAULT_TIMEOUT
+from heapdb.queries.results import ObjectInfo
+
+T = TypeVar("T")
+
+# A snapshot as callers name it: the record when they looked it up already, else its tag.
+SnapshotRef = Snapshot | str
+
+
+class Asking:
+    """Questions bound to one database, a per-query timeout, and optionally a cache of answers.
+
+    Every question takes its snapshots as :class:`~heapdb.loader.store.Snapshot` records or as tags;
+    a tag is looked up (and refused when unknown or stored by an older heapdb) once, on the way in.
+    """
+
+    def __init__(
+        self, database: Database, timeout: float | None = DEFAULT_TIMEOUT, cache: AnswerCache | None = None
+    ) -> None:
+        self.database = database
+        self.timeout = timeout
+        self.cache = cache
+
+    def _run(self, name: str, **parameters: Any) -> list[dict[str, Any]]:
+        return catalog.run(self.database, name, parameters, timeout=self.timeout)
+
+    def snapshots(self) -> list[Snapshot]:
+        """The ready snapshots, oldest first."""
+        return [Snapshot.from_properties(row["snapshot"]) for row in self._run("snapshots")]
+
+    def snapshot(self, ref: SnapshotRef) -> Snapshot:
+        """The ready snapshot with this tag, or :class:`NotFound` / :class:`OutdatedSnapshot`."""
+        if isinstance(ref, Snapshot):
+            return ref
+        rows = self._run("snapshot", tag=ref)
+        if not rows:
+            raise NotFound(f"no snapshot tagged {ref!r} (see `heapdb snapshots`)")
+        found = Snapshot.from_properties(rows[0]["snapshot"])
+        if found.store_version < STORE_VERSION:
+            raise OutdatedSnapshot(
+                f"snapshot {ref!r} was stored by an older heapdb (store version {found.store_version}, now {STORE_VERSION}): "
+                f"load it again with `heapdb load FILE --tag {ref} --replace`"
+            )
+        return found
+
+    def _cached(self, snapshot: Snapshot, key: tuple[Any, ...], compute: Callable[[], T]) -> T:
+        """``compute()``, remembered per snapshot load when a cache is set (see :class:`AnswerCache`)."""
+        if self.cache is None:
+            return compute()
+        return self.cache.get((snapshot.sid, *key), compute)
+
+    def _object(self, snapshot: Snapshot, object_id: int) -> ObjectInfo:
+        rows = self._run("object", tag=snapshot.tag, id=object_id, limit=0)
+        if not rows:
+            raise self._not_found(snapshot, object_id)
+        return ObjectInfo.from_row(rows[0]["object"])
+
+    @staticmethod
+    def _not_found(snapshot: Snapshot, object_id: int) -> NotFound:
+        return NotFound(f"no object with id {object_id} in snapshot {snapshot.tag!r}")

@@ -1,0 +1,260 @@
+"""Questions across snapshots: what changed (per type, per retainer path, object by object), what
+leaked (memlab's three snapshots), and what grew at every step."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from heapdb.errors import ParameterError
+from heapdb.loader.store import Snapshot
+from heapdb.queries import params
+from heapdb.queries.base import Asking, SnapshotRef
+from heapdb.queries.matching import ObjectColumns, pair
+from heapdb.queries.results import (
+    Change,
+    Diff,
+    Growth,
+    GrowthReport,
+    IdCheck,
+    LeakCluster,
+    Leaks,
+    ObjectDiff,
+    ObjectRef,
+    Sample,
+    Turnover,
+)
+
+ADDRESS_ID_FORMATS = ("luau", "snapbin")  # formats whose object ids are (or may be) addresses
+RETYPED_SHARE = 0.01  # above this share of shared ids changing type, ids are not taken as stable
+
+
+def _figures(column: np.ndarray) -> tuple[int, int, int, int, int, int]:
+    """A column of the turnover figures: new, survived and freed, each a count and a size."""
+    new_count, new_size, survived_count, survived_size, freed_count, freed_size = (int(x) for x in column)
+    return new_count, new_size, survived_count, survived_size, freed_count, freed_size
+
+
+def _runtime(snapshot: Snapshot) -> str:
+    return " ".join(x for x in (snapshot.format, snapshot.runtime) if x) or "unknown"
+
+
+class CompareQuestions(Asking):
+    def diff(self, before: SnapshotRef, after: SnapshotRef, p: params.Diff = params.Diff()) -> Diff | ObjectDiff:
+        """:meth:`diff_groups` by type or path, :meth:`diff_objects` by object, as ``p.by`` says."""
+        if p.by == "object":
+            return self.diff_objects(before, after, p)
+        return self.diff_groups(before, after, p)
+
+    def diff_groups(self, before: SnapshotRef, after: SnapshotRef, p: params.Diff = params.Diff()) -> Diff:
+        """What changed per type or per retainer path (``p.by``), largest growth first.
+
+        Reads the per-group totals stored at load, before and after: safe whatever the ids are.
+        """
+        if p.by == "object":
+            raise ParameterError("diff_groups compares types or paths; use diff_objects for by='object'")
+        old, new = self.snapshot(before), self.snapshot(after)
+        rows = self._run(f"diff-{p.by}s", before=old.tag, after=new.tag, limit=p.limit)
+        by_type = p.by == "type"
+        changes = [
+            Change(
+                label=r["type"] if by_type else r["path"],
+                hops=[r["type"]] if by_type else list(r["hops"] or []),
+                count_before=r["count_before" if by_type else "objects_before"],
+                count_after=r["count_after" if by_type else "objects_after"],
+                size_before=r["size_before"],
+                size_after=r["size_after"],
+                retained_before=r["retained_before"],
+                retained_after=r["retained_after"],
+            )
+            for r in rows
+        ]
+        return Diff(before=old.tag, after=new.tag, by=p.by, changes=changes)
+
+    def diff_objects(
+        self, before: SnapshotRef, after: SnapshotRef, p: params.Diff = params.Diff(by="object")
+    ) -> ObjectDiff:
+        """Per type, the objects new in ``after``, those that survived from ``before``, those freed.
+
+        Objects are matched by :func:`heapdb.queries.matching.pair`'s rule (same id and type), among
+        those the root reaches (the root and synthetic root kinds aside). That is only right when ids
+        are stable between the two snapshots, so the answer carries ``warnings`` when the formats say
+        ids are addresses, when the snapshots come from different runtimes, or when many shared ids
+        name objects of different types (see :meth:`id_check`). Both snapshots are read once as
+        columns (stored query ``object-columns``) and joined here.
+        """
+        old_snapshot, new_snapshot = self.snapshot(before), self.snapshot(after)
+        old, new = self._both_columns(old_snapshot, new_snapshot)
+        check, warnings = self._id_warnings(old_snapshot, new_snapshot, old, new)
+        candidate, _same_id, survived = pair(old, new)
+        matched = np.zeros(old.ids.size, dtype=bool)
+        matched[candidate[survived]] = True
+        names = sorted(set(old.type_names) | set(new.type_names))
+        code = {name: i for i, name in enumerate(names)}
+        new_type = np.array([code[t] for t in new.type_names], dtype=np.int64)[new.type]
+        old_type = np.array([code[t] for t in old.type_names], dtype=np.int64)[old.type]
+
+        def per_type(types: np.ndarray, mask: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            counts = np.bincount(types[mask], minlength=len(names))
+            return counts, np.bincount(types[mask], weights=sizes[mask], minlength=len(names)).astype(np.int64)
+
+        figures = np.stack(
+            [
+                *per_type(new_type, ~survived, new.self_size),
+                *per_type(new_type, survived, new.self_size),
+                *per_type(old_type, ~matched, old.self_size),
+            ]
+        )  # rows: new count, new size, survived count, survived size, freed count, freed size
+        present = np.flatnonzero(figures[[0, 2, 4]].sum(axis=0) > 0)
+        by_name = np.array(names, dtype=object)[present]
+        order = present[np.lexsort((by_name, -figures[5, present], -figures[0, present], -figures[1, present]))]
+        # The largest new objects of each type: new objects sorted by type, then retained size, then id.
+        fresh = np.flatnonzero(~survived)
+        fresh = fresh[np.lexsort((new.ids[fresh], -new.retained_size[fresh], new_type[fresh]))]
+        first = np.searchsorted(new_type[fresh], np.arange(len(names)))
+
+        def turnover(t: int) -> Turnover:
+            picked = fresh[first[t] : first[t] + min(p.samples, int(figures[0, t]))]
+            samples = [
+                Sample(
+                    int(new.ids[i]),
+                    names[t],
+                    int(new.self_size[i]),
+                    int(new.retained_size[i]),
+                    ObjectRef(new_snapshot.tag, int(new.ids[i])),
+                )
+                for i in picked
+            ]
+            return Turnover(names[t], *_figures(figures[:, t]), samples=samples)
+
+        total = Turnover("(all types)", *_figures(figures.sum(axis=1)))
+        return ObjectDiff(
+            before=old_snapshot.tag,
+            after=new_snapshot.tag,
+            by="object",
+            types=[turnover(int(t)) for t in order[: p.limit]],
+            total=total,
+            check=check,
+            warnings=warnings,
+        )
+
+    def id_check(self, before: SnapshotRef, after: SnapshotRef) -> tuple[IdCheck, list[str]]:
+        """Whether ids name the same objects in both snapshots: the figures, and a warning for each doubt.
+
+        Doubts: a format whose ids are addresses (:data:`ADDRESS_ID_FORMATS`), different formats or
+        runtimes, no id in common, or more than :data:`RETYPED_SHARE` of the shared ids with a
+        different type (ids reused, or two processes). Counted are the objects the root reaches in
+        each snapshot, the root and synthetic root kinds aside.
+        """
+        old, new = self.snapshot(before), self.snapshot(after)
+        return self._id_warnings(old, new, *self._both_columns(old, new))
+
+    def _both_columns(self, before: Snapshot, after: Snapshot) -> tuple[ObjectColumns, ObjectColumns]:
+        """Both snapshots' columns, read at the same time: Neo4j builds one list while the other is
+        decoded here."""
+        with ThreadPoolExecutor(2) as pool:
+            old, new = pool.map(self._columns, (before, after))
+        return old, new
+
+    def _columns(self, snapshot: Snapshot) -> ObjectColumns:
+        return ObjectColumns.from_rows(self._run("object-columns", tag=snapshot.tag)[0]["objects"])
+
+    def _id_warnings(
+        self, a: Snapshot, b: Snapshot, old: ObjectColumns, new: ObjectColumns
+    ) -> tuple[IdCheck, list[str]]:
+        _candidate, shared, same_type = pair(old, new)
+        check = IdCheck(
+            after_objects=int(new.ids.size), shared=int(shared.sum()), retyped=int((shared & ~same_type).sum())
+        )
+        warnings = []
+        for s in (a, b):
+            if s.format in ADDRESS_ID_FORMATS:
+                warnings.append(
+                    f"snapshot {s.tag!r} is a {s.format} snapshot: its ids are addresses, which a later object may reuse"
+                )
+        if (a.format, a.runtime) != (b.format, b.runtime):
+            warnings.append(
+                f"the snapshots come from different runtimes ({_runtime(a)} and {_runtime(b)}): their ids are unrelated"
+            )
+        if check.after_objects and not check.shared:
+            warnings.append(f"no id of {b.tag!r} is in {a.tag!r}: the snapshots do not come from one process")
+        elif check.shared and check.retyped > RETYPED_SHARE * check.shared:
+            warnings.append(
+                f"{check.retyped:,} of the {check.shared:,} ids both snapshots have ({check.retyped / check.shared:.1%}) name objects "
+                "of a different type: ids were reused, or the snapshots come from different processes"
+            )
+        if warnings:
+            warnings.append("matching by id may be wrong: compare by type or by path instead (they need no stable ids)")
+        return check, warnings
+
+    def leaks(
+        self, baseline: SnapshotRef, target: SnapshotRef, final: SnapshotRef, p: params.Leaks = params.Leaks()
+    ) -> Leaks:
+        """memlab's three-snapshot leak candidates: allocated after ``baseline``, still alive in ``final``.
+
+        By ``id`` (memlab's own rule): objects absent from baseline, present in target and in final,
+        matched by :mod:`heapdb.queries.matching`'s rule (same id and type), clustered by retainer path
+        in final and ranked by retained size; ids must be stable, so the answer carries the warnings
+        of :meth:`id_check` (baseline against final). By ``path``: retainer paths that gained objects
+        from baseline to target and did not give them back in final (count in final >= count in
+        target), ranked by the growth of their retained size from baseline to final; needs no stable ids.
+        """
+        base, middle, last = (self.snapshot(ref) for ref in (baseline, target, final))
+        warnings: list[str] = []
+        if p.by == "id":
+            _check, warnings = self._id_warnings(base, last, *self._both_columns(base, last))
+            rows = self._run("leaks", baseline=base.tag, target=middle.tag, final=last.tag, limit=p.limit)
+        else:
+            rows = self._run("leaks-paths", baseline=base.tag, target=middle.tag, final=last.tag, limit=p.limit)
+        clusters = [
+            LeakCluster(
+                signature=r["sig"],
+                path=r["path"],
+                hops=list(r["hops"] or []),
+                type=r["type"],
+                objects=r["objects"],
+                self_size=r["self_size"],
+                retained_size=r["retained_size"],
+                sample_ids=r["sample_ids"],
+                why=ObjectRef(last.tag, r["sample_ids"][0]),
+                counts=r.get("counts"),
+            )
+            for r in rows
+        ]
+        return Leaks(
+            baseline=base.tag, target=middle.tag, final=last.tag, clusters=clusters, by=p.by, warnings=warnings
+        )
+
+    def growth(self, refs: Sequence[SnapshotRef], p: params.Growth = params.Growth()) -> GrowthReport:
+        """Types or retainer paths whose shallow size grew at every step across three or more snapshots.
+
+        Their object count must never shrink either. Ranked by the growth from the first snapshot to
+        the last; reads the stored per-group totals only, so it is fast at any heap size.
+        """
+        if len(refs) < 3:
+            raise ParameterError(f"growth needs at least three snapshots, got {len(refs)}")
+        snapshots = [self.snapshot(ref) for ref in refs]
+        tags = [s.tag for s in snapshots]
+        if len(set(tags)) != len(tags):
+            raise ParameterError("growth needs distinct snapshots: a tag is given twice")
+        rows = self._run(f"growth-{p.by}s", tags=tags, limit=p.limit)
+        by_type = p.by == "type"
+        return GrowthReport(
+            tags=tags,
+            by=p.by,
+            rows=[
+                Growth(
+                    label=r["type"] if by_type else r["path"],
+                    hops=[r["type"]] if by_type else list(r["hops"] or []),
+                    counts=r["counts"],
+                    sizes=r["sizes"],
+                    retained=r["retained"],
+                    size_growth=r["size_growth"],
+                    count_growth=r["count_growth"],
+                    signature=r.get("sig"),
+                )
+                for r in rows
+            ],
+        )

@@ -1,0 +1,137 @@
+"""Each question's parameters, declared once: names, types, defaults, bounds, choices and help.
+
+The CLI builds its options from these classes (:func:`heapdb.cli.options.question_options`) and the
+REST service takes them as query-string models, so ``heapdb top`` and ``GET .../top`` share one
+default and one bound, and a new parameter appears in both (and in the OpenAPI document) at once.
+Where a question passes a parameter on to a stored query of the same name, the ``.cypher`` header
+declares it too, for people running the query by hand; ``tests/test_params.py`` checks that the two
+agree.
+
+The classes are frozen pydantic models: building one checks every value. A bad value raises
+:class:`~heapdb.errors.ParameterError` (exit status 1, HTTP 422), whoever builds it.
+
+What each question needs to name its subject (a snapshot tag, an object id, a list of tags) is not
+here: the CLI takes it as arguments, REST as the URL's path, Python callers as positional arguments.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from heapdb.errors import ParameterError
+
+MAX_K = 10  # retainer paths per why-alive answer
+MAX_DEPTH = 20  # levels of a dominated subtree
+MAX_LIMIT = 1000  # rows of a list of objects, nodes of a subtree (the stored ranks go this far)
+MAX_GROUP_LIMIT = 10_000  # rows of a list of types or retainer paths
+MAX_SAMPLES = 20  # example objects per row
+DEFAULT_TIMEOUT = 30.0  # seconds per query
+
+
+class Params(BaseModel):
+    """A question's parameters. ``stored`` names the stored queries whose parameters of the same name
+    these mirror (checked by a test)."""
+
+    # Extra keys are ignored, not refused: the REST service hands over the whole query string,
+    # which also holds keys of the route's own (``format``).
+    model_config = ConfigDict(frozen=True, extra="ignore")
+    stored: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, **values: Any) -> None:
+        # Every front end builds parameters through here, so a bad value is one kind of error
+        # everywhere (pydantic's own would be an internal error to the CLI and a 500 to REST).
+        try:
+            super().__init__(**values)
+        except ValidationError as e:
+            raise ParameterError(describe(e)) from None
+
+
+def describe(error: ValidationError) -> str:
+    """A pydantic error as one line: ``limit: Input should be less than or equal to 1000; ...``."""
+    return "; ".join(f"{'.'.join(str(x) for x in e['loc']) or 'value'}: {e['msg']}" for e in error.errors())
+
+
+class ObjectDetails(Params):
+    stored = ("object",)
+    limit: int = Field(20, ge=0, le=MAX_LIMIT, description="References to list in each direction.")
+
+
+class Find(Params):
+    stored = ("find",)
+    type: str = Field(min_length=1, description="The objects' type, e.g. a constructor name.")
+    name_contains: str = Field("", description="A text the object's name must contain (empty: any name).")
+    limit: int = Field(10, ge=1, le=MAX_LIMIT, description="How many objects.")
+
+
+class Why(Params):
+    k: int = Field(1, ge=1, le=MAX_K, description="How many paths, each ending with a different retaining reference.")
+    ignore_name: tuple[str, ...] = Field((), description="A reference name the paths must not use (repeatable).")
+    ignore_type: tuple[str, ...] = Field((), description="An object type the paths must not pass through (repeatable).")
+    ignore_id: tuple[int, ...] = Field((), description="An object id the paths must not pass through (repeatable).")
+
+    @property
+    def ignores(self) -> bool:
+        return bool(self.ignore_name or self.ignore_type or self.ignore_id)
+
+
+class Retains(Params):
+    stored = ("dominated",)
+    depth: int = Field(3, ge=1, le=MAX_DEPTH, description="Levels of the dominator tree to show.")
+    limit: int = Field(50, ge=1, le=MAX_LIMIT, description="Objects to show in all.")
+
+
+class Top(Params):
+    stored = ("top",)
+    type: str | None = Field(None, description="Only objects of this type.")
+    limit: int = Field(20, ge=1, le=MAX_LIMIT, description="How many objects.")
+
+
+class Types(Params):
+    stored = ("types",)
+    sort: Literal["count", "self_size", "retained_size", "max_retained_size"] = Field(
+        "self_size", description="The column to sort by, largest first."
+    )
+    limit: int = Field(50, ge=1, le=MAX_GROUP_LIMIT, description="How many types.")
+
+
+class Diff(Params):
+    stored = ("diff-types", "diff-paths")
+    by: Literal["type", "path", "object"] = Field(
+        "type",
+        description="Group objects by type, or by retainer path (both need no stable ids), "
+        "or match them by id and type: new / survived / freed (ids must be stable).",
+    )
+    limit: int = Field(50, ge=1, le=MAX_GROUP_LIMIT, description="Rows to show.")
+    samples: int = Field(
+        3, ge=0, le=MAX_SAMPLES, description="With by object: the largest new objects to list per type."
+    )
+
+
+class Leaks(Params):
+    stored = ("leaks", "leaks-paths")
+    by: Literal["id", "path"] = Field(
+        "id",
+        description="Match objects by id (memlab's rule; ids must be stable), "
+        "or compare retainer paths' totals (no stable ids needed).",
+    )
+    limit: int = Field(20, ge=1, le=MAX_LIMIT, description="Clusters to show.")
+
+
+class Growth(Params):
+    stored = ("growth-types", "growth-paths")
+    by: Literal["type", "path"] = Field("type", description="Group objects by type or by retainer path.")
+    limit: int = Field(50, ge=1, le=MAX_GROUP_LIMIT, description="Rows to show.")
+
+
+class Suspects(Params):
+    stored = ("suspects", "suspect-types")
+    share: float = Field(0.1, gt=0, le=1, description="Report what retains at least this share of the reachable heap.")
+    ratio: float = Field(
+        0.8,
+        gt=0.5,
+        le=1,
+        description="Descend to the accumulation point through children holding at least this share of their parent.",
+    )
+    limit: int = Field(20, ge=1, le=MAX_LIMIT, description="Objects and types to show, each.")

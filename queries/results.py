@@ -1,0 +1,320 @@
+"""What the questions answer: typed, frozen results, shared by the CLI, the REST service and renderers.
+
+Results name other objects by :class:`ObjectRef` (a snapshot tag and an object id), never by URL:
+each front end turns a reference into what its users follow (the service into a permalink, the
+text renderers into a ``heapdb why`` command line), through :func:`to_data`'s ``link`` argument.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields, is_dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ObjectRef:
+    """An object of a stored snapshot, as something to follow: to its why-alive answer."""
+
+    tag: str
+    id: int
+
+
+@dataclass(frozen=True)
+class ObjectInfo:
+    """One heap object as stored (see docs/data-model.md)."""
+
+    id: int
+    type: str
+    name: str
+    kind: str
+    self_size: int
+    retained_size: int
+    retained_count: int
+    distance: int | None
+    reachable: bool
+    detached: bool = False
+    root: bool = False
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any], root_id: int | None = None) -> ObjectInfo:
+        return cls(
+            id=row["id"],
+            type=row["type"],
+            name=row["name"],
+            kind=row["kind"],
+            self_size=row["self_size"],
+            retained_size=row["retained_size"],
+            retained_count=row["retained_count"],
+            distance=row["distance"],
+            reachable=bool(row["reachable"]),
+            detached=bool(row.get("detached")),
+            root=bool(row.get("root")) or (root_id is not None and row["id"] == root_id),
+        )
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A reference between two objects: its kind (``property``, ``element``...) and name."""
+
+    kind: str
+    name: str
+    weak: bool = False
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Reference:
+        return cls(kind=row["kind"], name=row["name"], weak=bool(row.get("weak")))
+
+
+@dataclass(frozen=True)
+class RetainerPath:
+    """``objects[0]`` (the root) holds ``objects[1]`` through ``references[0]``, and so on to the target."""
+
+    objects: list[ObjectInfo]
+    references: list[Reference]
+
+    @property
+    def length(self) -> int:
+        return len(self.references)
+
+
+@dataclass(frozen=True)
+class WhyAlive:
+    """Why an object is alive: retaining paths from the root, shortest first."""
+
+    tag: str
+    target: ObjectInfo
+    paths: list[RetainerPath]
+    ignored: dict[str, list[Any]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class DominatorChain:
+    """The immediate dominators from the root down to the target (both included)."""
+
+    tag: str
+    target: ObjectInfo
+    chain: list[ObjectInfo]
+
+
+@dataclass(frozen=True)
+class Retains:
+    """A bounded piece of the target's dominator subtree: what would be freed with it."""
+
+    tag: str
+    target: ObjectInfo
+    objects: list[ObjectInfo]  # the target first, then level by level, largest first
+    edges: list[tuple[int, int]]  # (dominator id, dominated id)
+    depth: int
+    limit: int
+    truncated: bool  # some dominated objects were not listed
+
+
+@dataclass(frozen=True)
+class TypeRow:
+    """One type of a snapshot's objects (the root reaches them; synthetic root kinds aside)."""
+
+    type: str
+    count: int
+    self_size: int
+    retained_size: int  # what the type's objects retain together, each byte once (DevTools' rule)
+    max_retained_size: int  # the largest single object's retained size
+
+
+@dataclass(frozen=True)
+class Change:
+    """One type or retainer path, before and after (a row of a diff)."""
+
+    label: str  # the type, or the path as text
+    hops: list[str]  # the path as labels (for a type: just the type)
+    count_before: int
+    count_after: int
+    size_before: int
+    size_after: int
+    retained_before: int
+    retained_after: int
+    count_delta: int = field(init=False)
+    size_delta: int = field(init=False)
+    retained_delta: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        # Stored fields rather than properties, so that the JSON form carries them too.
+        object.__setattr__(self, "count_delta", self.count_after - self.count_before)
+        object.__setattr__(self, "size_delta", self.size_after - self.size_before)
+        object.__setattr__(self, "retained_delta", self.retained_after - self.retained_before)
+
+
+@dataclass(frozen=True)
+class Diff:
+    before: str
+    after: str
+    by: str  # "type" or "path"
+    changes: list[Change]
+
+
+@dataclass(frozen=True)
+class LeakCluster:
+    """Leak candidates held the same way: allocated after the baseline, alive in the final snapshot."""
+
+    signature: int  # the retainer path's signature (the cluster's stable id across snapshots)
+    path: str
+    hops: list[str]
+    type: str
+    objects: int
+    self_size: int
+    retained_size: int
+    sample_ids: list[int]
+    why: ObjectRef  # the first sample, in the final snapshot
+    counts: list[int] | None = None  # by path: objects held this way in baseline, target, final
+
+
+@dataclass(frozen=True)
+class Leaks:
+    """Leak candidates. By id, each cluster's figures are its candidate objects'; by path, they are
+    the growth of the path's totals from baseline to final (see :meth:`Questions.leaks`)."""
+
+    baseline: str
+    target: str
+    final: str
+    clusters: list[LeakCluster]
+    by: str = "id"
+    warnings: list[str] = field(default_factory=list)  # why the answer may be wrong (ids not stable)
+
+
+@dataclass(frozen=True)
+class Sample:
+    """An object picked as an example, with its why-alive permalink."""
+
+    id: int
+    type: str
+    self_size: int
+    retained_size: int
+    why: ObjectRef
+
+
+@dataclass(frozen=True)
+class Turnover:
+    """One type's objects between two snapshots matched by id and type: new, survived, freed."""
+
+    type: str
+    new_count: int
+    new_size: int  # self sizes, as are the other sizes
+    survived_count: int
+    survived_size: int
+    freed_count: int
+    freed_size: int
+    samples: list[Sample] = field(default_factory=list)  # the largest new objects, by retained size
+
+
+@dataclass(frozen=True)
+class IdCheck:
+    """How far two snapshots' ids agree: ids of ``after`` also in ``before``, and of those how many changed type."""
+
+    after_objects: int
+    shared: int
+    retyped: int
+
+
+@dataclass(frozen=True)
+class ObjectDiff:
+    """A diff by object: per type, what is new, what survived, what was freed (ids must be stable)."""
+
+    before: str
+    after: str
+    by: str  # "object"
+    types: list[Turnover]
+    total: Turnover  # over all types, not only those listed
+    check: IdCheck
+    warnings: list[str]  # why the comparison may be unsafe; empty when ids look stable
+
+
+@dataclass(frozen=True)
+class Growth:
+    """A type or retainer path that grew at every step; one value per snapshot in each series."""
+
+    label: str  # the type, or the path as text
+    hops: list[str]
+    counts: list[int]
+    sizes: list[int]  # self sizes
+    retained: list[int]
+    size_growth: int  # last minus first
+    count_growth: int
+    signature: int | None = None  # by path: the path's signature
+
+
+@dataclass(frozen=True)
+class GrowthReport:
+    tags: list[str]
+    by: str  # "type" or "path"
+    rows: list[Growth]
+
+
+@dataclass(frozen=True)
+class AccumulationPoint:
+    """Where a suspect's retained size piles up: no dominated child holds ``ratio`` of it."""
+
+    object: ObjectInfo
+    depth: int  # steps down the dominator tree from the suspect
+    children: int  # objects it dominates directly
+    largest_child: int  # the largest child's retained size
+    largest_child_share: float  # largest_child / the point's retained size
+    why: ObjectRef
+
+
+@dataclass(frozen=True)
+class SuspectObject:
+    object: ObjectInfo
+    share: float  # retained size / the snapshot's reachable size
+    why: ObjectRef
+    accumulation: AccumulationPoint
+
+
+@dataclass(frozen=True)
+class SuspectType:
+    type: str
+    count: int
+    self_size: int
+    retained_size: int
+    share: float
+
+
+@dataclass(frozen=True)
+class Suspects:
+    """MAT-style leak suspects of one snapshot: big single objects and big types."""
+
+    tag: str
+    share: float  # the threshold, a share of reachable_size
+    ratio: float  # the accumulation point's descent threshold
+    reachable_size: int  # summed self sizes of the objects the root reaches (the 100%)
+    min_retained: int  # the threshold in bytes
+    objects: list[SuspectObject]
+    types: list[SuspectType]
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    reference: Reference
+    object: ObjectInfo
+
+
+@dataclass(frozen=True)
+class ObjectDetails:
+    tag: str
+    object: ObjectInfo
+    incoming: list[Neighbour]
+    outgoing: list[Neighbour]
+    incoming_count: int
+    outgoing_count: int
+
+
+def to_data(answer: Any, link: Callable[[ObjectRef], Any]) -> Any:
+    """A result (or a list of them) as plain JSON-ready data; each :class:`ObjectRef` as ``link`` makes it."""
+    if isinstance(answer, ObjectRef):
+        return link(answer)
+    if is_dataclass(answer) and not isinstance(answer, type):
+        return {f.name: to_data(getattr(answer, f.name), link) for f in fields(answer)}
+    if isinstance(answer, (list, tuple)):
+        return [to_data(item, link) for item in answer]
+    if isinstance(answer, dict):
+        return {key: to_data(value, link) for key, value in answer.items()}
+    return answer

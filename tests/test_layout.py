@@ -1,0 +1,108 @@
+"""The code's layout follows the data: file -> arrays -> analysis -> database -> questions ->
+renderers -> CLI and service. A module may import its own stage and earlier ones, never a later one,
+so each stage can be read (and tested) without the ones after it. docs/decisions.md says why each
+package sits where it does; a new module must be given a stage here."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.util
+import pkgutil
+import tomllib
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+# Longest prefix wins. Stage numbers only order the stages.
+STAGES = {
+    "heapdb": 0,  # the version
+    "heapdb.errors": 0,
+    "heapdb.units": 0,
+    "heapdb.progress": 0,
+    "heapdb.config": 0,
+    "heapdb.loader": 1,  # the package's docstring only
+    "heapdb.loader.graph": 1,  # the arrays every stage shares
+    "heapdb.loader.formats": 1,  # files <-> arrays
+    "heapdb.capture": 1,  # a Python heap -> a snap.bin file
+    "heapdb.loader.analysis": 2,
+    "heapdb.loader.paths": 2,
+    "heapdb.loader.luau_heapgraph": 2,
+    "heapdb.loader.pathtree": 2,
+    "heapdb.loader.report": 2,
+    "heapdb.neo4j_server": 3,
+    "heapdb.db": 3,
+    "heapdb.loader.store": 3,
+    "heapdb.queries": 4,
+    "heapdb.render": 5,
+    "heapdb.flamegraph": 5,
+    "heapdb.cli": 6,
+    "heapdb.service": 6,
+    "heapdb.__main__": 6,
+}
+
+
+def stage(module: str) -> int:
+    best = max(
+        (prefix for prefix in STAGES if module == prefix or module.startswith(prefix + ".")), key=len, default=None
+    )
+    assert best is not None, f"{module} has no stage in tests/test_layout.py: add it where it belongs in the pipeline"
+    return STAGES[best]
+
+
+def modules() -> dict[str, Path]:
+    """Every module of every package pyproject.toml installs (folders map onto packages there, so a
+    walk of ``heapdb/`` alone would miss loader/, queries/ and service/)."""
+    packages = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    found = {}
+    for package in packages:
+        imported_package = importlib.import_module(package)
+        found[package] = Path(imported_package.__file__ or "")
+        for info in pkgutil.iter_modules(imported_package.__path__, package + "."):
+            assert not info.ispkg or info.name in packages, f"{info.name} is missing from pyproject.toml's packages"
+            if not info.ispkg:
+                spec = importlib.util.find_spec(info.name)
+                assert spec is not None and spec.origin is not None, info.name
+                found[info.name] = Path(spec.origin)
+    return found
+
+
+def imported(name: str, path: Path, known: set[str]) -> set[str]:
+    """heapdb modules that ``name`` imports anywhere (also inside functions)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(parent + ([base] if base else []))
+            for alias in node.names:
+                candidate = f"{base}.{alias.name}"
+                out.add(candidate if candidate in known else base)
+    return {m for m in out if m == "heapdb" or m.startswith("heapdb.")}
+
+
+def test_every_module_has_a_stage_and_imports_only_backwards() -> None:
+    found = modules()
+    assert len(found) > 30  # the walk found the mapped folders (loader/, queries/, service/) too
+    backwards = []
+    for name, path in sorted(found.items()):
+        for target in sorted(imported(name, path, set(found))):
+            if stage(target) > stage(name):
+                backwards.append(f"{name} (stage {stage(name)}) imports {target} (stage {stage(target)})")
+    assert not backwards, "imports pointing forward in the pipeline:\n" + "\n".join(backwards)
+
+
+def test_no_module_is_long_without_saying_why() -> None:
+    long = []
+    for name, path in modules().items():
+        text = path.read_text(encoding="utf-8")
+        lines = text.count("\n")
+        if lines > 500 and "Why this module is long" not in text[:3000]:
+            long.append(f"{name}: {lines} lines")
+    assert not long, "modules over 500 lines need a 'Why this module is long' note in their docstring:\n" + "\n".join(
+        long
+    )
