@@ -19,7 +19,7 @@ import neo4j.graph
 from neo4j.exceptions import AuthError, ClientError, ConfigurationError, ServiceUnavailable, SessionExpired
 
 from heapdb import config, neo4j_server
-from heapdb.errors import DatabaseUnavailable, QueryError
+from heapdb.errors import DatabaseUnavailable, HeapdbError, QueryError
 
 
 def _to_stderr(message: str) -> None:
@@ -94,13 +94,20 @@ def _row(record: neo4j.Record) -> dict[str, Any]:
 
 
 def connect(
-    say: Callable[[str], None] = _to_stderr, start_managed: bool = True, retry_seconds: float = 30.0
+    say: Callable[[str], None] = _to_stderr,
+    start_managed: bool = True,
+    retry_seconds: float = 30.0,
+    tidy: bool = True,
 ) -> Database:
     """Open the configured Neo4j, starting the managed one if that is what is configured.
 
     ``retry_seconds`` is how long the driver keeps retrying a transaction that failed for a passing
     reason (a lost connection, a leader switch): long for a load, short for a service that should
     answer 503 while Neo4j is away rather than hang.
+
+    ``tidy`` runs the store's housekeeping first (one cheap read, see
+    :func:`heapdb.loader.store.lifecycle.tidy`): loads whose process died are hidden and the records
+    of dropped snapshots are freed in the background, saying so in one line when there is any.
     """
     conn = config.connection()
     if conn.managed and start_managed and neo4j_server.running_pid() is None:
@@ -128,4 +135,12 @@ def connect(
     except OSError as e:
         driver.close()
         raise DatabaseUnavailable(f"cannot reach {conn.describe()}: {e}") from None
-    return Database(driver, conn)
+    database = Database(driver, conn)
+    if tidy:
+        from heapdb.loader.store.lifecycle import tidy as tidy_store  # the store builds on this module
+
+        try:
+            tidy_store(database, say)
+        except HeapdbError as e:  # housekeeping must not stop the command it runs before
+            say(f"could not tidy up dropped or unfinished snapshots: {e}")
+    return database

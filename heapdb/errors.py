@@ -60,6 +60,12 @@ class OutdatedSnapshot(HeapdbError):
     http_status = 409
 
 
+class ReferencesLoading(HeapdbError):
+    """A question that follows references, asked while a load is still writing them: ask again soon."""
+
+    http_status = 409
+
+
 class LoadError(HeapdbError):
     """A load that cannot start: the tag is taken, or another process is loading it right now."""
 

@@ -9,7 +9,12 @@ Layout under ``$XDG_DATA_HOME/heapdb/neo4j``::
 
     dist/<version>/pom.xml, classpath.txt   what Maven resolved
     instance/conf/neo4j.conf                written at every start from the settings
-    instance/data, logs, import, run/neo4j.pid
+    instance/run/started.conf               the neo4j.conf the running server started with
+    instance/data/databases, transactions   the store files and the transaction logs
+    instance/logs, import, run/neo4j.pid
+
+Why this module is long: it is the whole life of one server (fetch, configure, start, stop, report),
+and every step reads the same paths and settings; split, the parts would only import each other.
 """
 
 from __future__ import annotations
@@ -114,6 +119,21 @@ class Paths:
     @property
     def pid_file(self) -> Path:
         return self.instance / "run" / "neo4j.pid"
+
+    @property
+    def started_conf(self) -> Path:
+        """The neo4j.conf the running instance started with."""
+        return self.instance / "run" / "started.conf"
+
+    @property
+    def store(self) -> Path:
+        """The databases' store files."""
+        return self.data / "databases"
+
+    @property
+    def tx_logs(self) -> Path:
+        """The databases' transaction logs."""
+        return self.data / "transactions"
 
 
 def paths() -> Paths:
@@ -228,8 +248,22 @@ def _set_initial_password(password: str) -> None:
         raise Neo4jServerError(f"could not set the initial password: {(result.stderr or result.stdout).strip()[-300:]}")
 
 
-def write_conf(settings: config.ManagedSettings) -> None:
-    """Write neo4j.conf: loopback only, auth on, usage reporting off, memory from the settings."""
+# Transaction logs. Snapshots can be loaded again from their files, so the logs serve only crash
+# recovery: nothing is kept beyond what recovery needs, a checkpoint follows every 256 MiB of log
+# (Community's VOLUME policy; the default waits 15 minutes or 100,000 transactions, several GB into a
+# load) and files rotate every 128 MiB, so that the files before a checkpoint can go. A load then
+# keeps well under 1 GB of logs on disk (docs/operations.md has the figures).
+TX_LOG_SETTINGS = (
+    "db.checkpoint=VOLUME",
+    "db.checkpoint.interval.volume=256m",
+    "db.tx_log.rotation.size=128m",
+    "db.tx_log.rotation.retention_policy=keep_none",
+    "db.tx_log.preallocate=false",
+)
+
+
+def conf_text(settings: config.ManagedSettings) -> str:
+    """neo4j.conf: loopback only, auth on, usage reporting off, memory from the settings, short logs."""
     p = paths()
     lines = [
         "# Written by heapdb at every start from its config file; edit that instead.",
@@ -245,16 +279,20 @@ def write_conf(settings: config.ManagedSettings) -> None:
         f"server.memory.heap.initial_size={settings.heap}",
         f"server.memory.heap.max_size={settings.heap}",
         f"server.memory.pagecache.size={settings.pagecache}",
-        # Snapshots are re-loadable from their files: keep transaction logs short instead of for days.
-        "db.tx_log.rotation.retention_policy=2 files",
-        "db.tx_log.preallocate=false",
+        *TX_LOG_SETTINGS,
         f"server.directories.data={p.data}",
         f"server.directories.logs={p.logs}",
         f"server.directories.import={p.import_dir}",
         f"server.directories.run={p.pid_file.parent}",
     ]
+    return "\n".join(lines) + "\n"
+
+
+def write_conf(settings: config.ManagedSettings) -> None:
+    """Write neo4j.conf (see :func:`conf_text`); it applies at the next start."""
+    p = paths()
     p.conf_dir.mkdir(parents=True, exist_ok=True)
-    (p.conf_dir / "neo4j.conf").write_text("\n".join(lines) + "\n")
+    (p.conf_dir / "neo4j.conf").write_text(conf_text(settings))
 
 
 # --- run ---------------------------------------------------------------------------------------
@@ -334,6 +372,8 @@ def start(timeout: float = 180, say: Say = _quiet) -> bool:
     java = java_executable()
     write_conf(settings)
     p = paths()
+    p.started_conf.parent.mkdir(parents=True, exist_ok=True)
+    p.started_conf.write_text(conf_text(settings))
     p.logs.mkdir(parents=True, exist_ok=True)
     p.pid_file.parent.mkdir(parents=True, exist_ok=True)
     # An argument file keeps the 200-jar classpath out of `ps` and off the command-line length limit.
@@ -441,13 +481,24 @@ def stop(timeout: float = 120, say: Say = _quiet) -> bool:
     return True
 
 
-def _dir_size(path: Path) -> int:
+def dir_size(path: Path) -> int:
+    """Bytes the files under ``path`` take on disk (allocated blocks, as ``du`` counts), 0 if absent."""
     total = 0
     for root, _, files in os.walk(path):
         for name in files:
             with contextlib.suppress(OSError):  # removed while we walk: Neo4j keeps writing
-                total += os.lstat(os.path.join(root, name)).st_size
+                total += os.lstat(os.path.join(root, name)).st_blocks * 512
     return total
+
+
+def settings_pending() -> bool:
+    """Whether the running instance started with other settings than a start now would write."""
+    p = paths()
+    try:
+        started = p.started_conf.read_text()
+    except FileNotFoundError:
+        return True  # started by a heapdb from before this file was written
+    return started != conf_text(config.managed_settings())
 
 
 def status() -> dict[str, object]:
@@ -467,9 +518,12 @@ def status() -> dict[str, object]:
         "heap": settings.heap,
         "pagecache": settings.pagecache,
         "home": str(p.instance),
-        "data_bytes": _dir_size(p.data) if p.data.exists() else 0,
+        "data_bytes": dir_size(p.data),
+        "store_bytes": dir_size(p.store),
+        "tx_log_bytes": dir_size(p.tx_logs),
     }
     if pid is not None:
+        info["settings_pending"] = settings_pending()
         import neo4j
 
         try:

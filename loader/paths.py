@@ -178,13 +178,15 @@ def _bfs_signatures(
             tail += 1
 
 
-def path_hops(graph: HeapGraph, paths: FirstPaths, node: int) -> list[str]:
+def path_hops(graph: HeapGraph, paths: FirstPaths, node: int, synthetic: np.ndarray | None = None) -> list[str]:
     """The first path to ``node`` as labels, root first, repeats folded as in the signature.
 
-    Empty for an object the root does not reach.
+    Empty for an object the root does not reach. ``synthetic`` is ``graph.synthetic_nodes()``, which
+    a caller asking for many paths computes once (it costs a pass over every node).
     """
     numeric = {int(k) for k in NUMERIC_NAME_KINDS}
-    synthetic = graph.synthetic_nodes()
+    if synthetic is None:
+        synthetic = graph.synthetic_nodes()
     hops: list[str] = []
     v = node
     while paths.parent_edge[v] >= 0:

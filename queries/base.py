@@ -66,7 +66,7 @@ class Asking:
         return self.cache.get((snapshot.sid, *key), compute)
 
     def _object(self, snapshot: Snapshot, object_id: int) -> ObjectInfo:
-        rows = self._run("object", tag=snapshot.tag, id=object_id, limit=0)
+        rows = self._run("object-brief", tag=snapshot.tag, id=object_id)
         if not rows:
             raise self._not_found(snapshot, object_id)
         return ObjectInfo.from_row(rows[0]["object"])

@@ -30,7 +30,7 @@ from importlib import resources
 from typing import Any
 
 from heapdb.db import Database
-from heapdb.errors import NotFound, ParameterError
+from heapdb.errors import NotFound, ParameterError, ReferencesLoading
 
 TYPES = ("string", "int", "bool", "list<string>", "list<int>")
 
@@ -162,6 +162,9 @@ class StoredQuery:
     text: str  # the whole file, header included (what people paste)
     notes: str = ""
     filename: str = field(default="")
+    # `// needs: references`: the query follows :REF/:WEAK_REF, which a load writes after everything
+    # else; asked of a snapshot whose references are still streaming in, it is refused, not half-answered.
+    needs_references: bool = False
 
     def parameter(self, name: str) -> Parameter:
         for p in self.parameters:
@@ -233,8 +236,12 @@ def parse(text: str, filename: str = "<query>") -> StoredQuery:
             )
         else:
             key, sep, value = content.partition(":")
-            if not sep or key.strip() not in ("name", "description"):
-                raise ValueError(f"{filename}:{number}: expected 'name:', 'description:' or 'param', got {content!r}")
+            if not sep or key.strip() not in ("name", "description", "needs"):
+                raise ValueError(
+                    f"{filename}:{number}: expected 'name:', 'description:', 'needs:' or 'param', got {content!r}"
+                )
+            if key.strip() == "needs" and value.strip() != "references":
+                raise ValueError(f"{filename}:{number}: a query can only need 'references', got {value.strip()!r}")
             header[key.strip()] = value.strip()
     for key in ("name", "description"):
         if key not in header:
@@ -254,6 +261,7 @@ def parse(text: str, filename: str = "<query>") -> StoredQuery:
         text=text,
         notes=" ".join(n for n in notes if n),
         filename=filename,
+        needs_references="needs" in header,
     )
 
 
@@ -283,4 +291,23 @@ def run(
 ) -> list[dict[str, Any]]:
     """Run a stored query in a read-only transaction with ``timeout`` seconds; return its rows."""
     query = get(name)
-    return database.read(query.cypher, query.bind(parameters or {}), timeout=timeout)
+    bound = query.bind(parameters or {})
+    if query.needs_references and isinstance(bound.get("tag"), str):
+        _check_references(database, bound["tag"], query.name)
+    return database.read(query.cypher, bound, timeout=timeout)
+
+
+def _check_references(database: Database, tag: str, name: str) -> None:
+    """Refuse a query that follows references while the snapshot's load is still writing them."""
+    rows = database.read(
+        "MATCH (s:Snapshot {tag: $tag, status: 'ready'}) WHERE NOT coalesce(s.references_ready, true) "
+        "RETURN s.references_written AS written, s.reference_count AS total",
+        {"tag": tag},
+    )
+    if rows:
+        written, total = rows[0]["written"] or 0, rows[0]["total"] or 0
+        share = f" ({written / total:.0%} of {total:,} written)" if total else ""
+        raise ReferencesLoading(
+            f"snapshot {tag!r} is still loading its references{share}, which {name!r} follows; "
+            "ask again when `heapdb snapshots` shows them loaded"
+        )

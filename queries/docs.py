@@ -31,6 +31,11 @@ def section(q: StoredQuery) -> str:
     lines = [f"### `{q.name}`", "", q.description, ""]
     if q.notes:
         lines += [q.notes, ""]
+    if q.needs_references:
+        lines += [
+            "It follows references, so it is refused while a load is still writing them (`needs: references`).",
+            "",
+        ]
     if q.parameters:
         lines += ["| parameter | type | default | meaning |", "|---|---|---|---|"]
         for p in q.parameters:

@@ -5,8 +5,8 @@
 // param limit: int = 50 in 1..1000 -- how many children to return, over all parents
 MATCH (s:Snapshot {tag: $tag, status: 'ready'})
 UNWIND $ids AS parent_id
-MATCH (parent:Object {sid: s.sid, id: parent_id})-[:DOMINATES]->(child:Object)
-RETURN parent.id AS parent,
+MATCH (child:Object {sid: s.sid, dom: parent_id})
+RETURN parent_id AS parent,
        child {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached} AS child
 ORDER BY child.retained_size DESC, child.id
 LIMIT $limit

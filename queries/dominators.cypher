@@ -3,10 +3,13 @@
 // param tag: string -- the snapshot's tag
 // param id: int -- the object's id
 //
-// Each object has at most one incoming :DOMINATES, so the walk up from the object is a single chain;
-// the pattern is written upward so the planner expands from the object, not from the root (which
-// dominates everything). No row: the object is not in the dominator tree (unreachable).
+// Every object names its immediate dominator (`dom`), so the chain is read upward with one index
+// seek per step. The chain is never longer than the object's distance from the root (each dominator
+// lies on its shortest path), which bounds the walk; past the root `dom` is null and nothing more is
+// found. No row: the object is not in the dominator tree (unreachable).
 MATCH (s:Snapshot {tag: $tag, status: 'ready'})
 MATCH (target:Object {sid: s.sid, id: $id})
-MATCH p = (target)<-[:DOMINATES*0..]-(top:Root)
-RETURN reverse([n IN nodes(p) | n {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached}]) AS objects
+WHERE target.reachable
+WITH reduce(chain = [target], step IN range(1, target.distance) |
+            chain + COLLECT { MATCH (d:Object {sid: s.sid, id: last(chain).dom}) RETURN d }) AS chain
+RETURN reverse([n IN chain | n {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached}]) AS objects

@@ -17,7 +17,7 @@ MATCH (o:Object {sid: f.sid})
 WHERE o.id IS NOT NULL AND o.reachable AND o.kind <> 'synthetic'
   AND EXISTS { MATCH (:Object {sid: t.sid, id: o.id, type: o.type}) }
   AND NOT EXISTS { MATCH (:Object {sid: b.sid, id: o.id, type: o.type}) }
-OPTIONAL MATCH (d:Object)-[:DOMINATES]->(o)
+OPTIONAL MATCH (d:Object {sid: f.sid, id: o.dom})
 WITH f, o, d.path_sig = o.path_sig AS nested
 WITH f, o.path_sig AS sig, count(*) AS objects, sum(o.self_size) AS self_size,
      sum(CASE WHEN nested THEN 0 ELSE o.retained_size END) AS retained_size, collect(o.id)[..5] AS sample_ids,

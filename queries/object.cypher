@@ -1,5 +1,6 @@
 // name: object
 // description: One object's details with its incoming and outgoing references (weak ones too), bounded.
+// needs: references
 // param tag: string -- the snapshot's tag
 // param id: int -- the object's id
 // param limit: int = 20 in 0..1000 -- how many references to list in each direction

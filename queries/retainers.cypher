@@ -1,5 +1,6 @@
 // name: retainers
 // description: The retaining references into an object, from the holders nearest the root first.
+// needs: references
 // param tag: string -- the snapshot's tag
 // param id: int -- the object's id
 // param limit: int = 20 in 1..1000 -- how many references to list

@@ -5,9 +5,9 @@
 // param ratio: int = 80 in 51..100 -- descend into a dominated child while it holds at least this percentage of its parent's retained size
 // param limit: int = 20 in 1..1000 -- how many suspects
 //
-// An object is a suspect when it retains at least min_retained bytes and its immediate dominator is
-// the root or a synthetic root-kind node: anything that dominates an object retains at least as
-// much, so of each chain of big objects only the topmost is listed, as MAT does. From each suspect
+// An object is a suspect when it retains at least min_retained bytes and its immediate dominator
+// (`dom`) is the root or a synthetic root-kind node: anything that dominates an object retains at
+// least as much, so of each chain of big objects only the topmost is listed, as MAT does. From each suspect
 // the dominator tree is descended through the child holding at least `ratio` percent of its
 // parent's retained size (above half, so there is at most one such child); the accumulation point
 // is where that stops, an object whose retained size is far larger than any one child's: typically
@@ -16,13 +16,20 @@
 MATCH (s:Snapshot {tag: $tag, status: 'ready'})
 MATCH (o:Object {sid: s.sid})
 WHERE o.id IS NOT NULL AND o.retained_size >= $min_retained AND o.reachable AND o.kind <> 'synthetic' AND NOT o:Root
-MATCH (d:Object)-[:DOMINATES]->(o)
+MATCH (d:Object {sid: s.sid, id: o.dom})
 WHERE d:Root OR d.kind = 'synthetic'
-WITH o ORDER BY o.retained_size DESC, o.id LIMIT $limit
-CALL (o) {
-  MATCH p = (o)((a:Object)-[:DOMINATES]->(b:Object) WHERE b.retained_size * 100 >= a.retained_size * $ratio)*(point:Object)
-  WITH point, length(p) AS depth ORDER BY depth DESC LIMIT 1
-  OPTIONAL MATCH (point)-[:DOMINATES]->(child:Object)
+WITH s, o ORDER BY o.retained_size DESC, o.id LIMIT $limit
+CALL (s, o) {
+  // One step down per round; a round that finds no such child ends the walk (the chain stops
+  // growing, and every later round sees it shorter than its number and skips the lookup).
+  WITH reduce(chain = [o], step IN range(1, o.retained_count) |
+              CASE WHEN size(chain) < step THEN chain
+                   ELSE chain + COLLECT { MATCH (b:Object {sid: s.sid, dom: last(chain).id})
+                                          WHERE b.retained_size * 100 >= last(chain).retained_size * $ratio
+                                          RETURN b ORDER BY b.retained_size DESC, b.id LIMIT 1 }
+              END) AS chain
+  WITH last(chain) AS point, size(chain) - 1 AS depth
+  OPTIONAL MATCH (child:Object {sid: s.sid, dom: point.id})
   RETURN point, depth, count(child) AS children, coalesce(max(child.retained_size), 0) AS largest_child
 }
 RETURN o {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached} AS object,

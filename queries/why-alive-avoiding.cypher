@@ -1,5 +1,6 @@
 // name: why-alive-avoiding
 // description: The shortest chain of retaining references from the root to an object that avoids the given reference names, object types and ids.
+// needs: references
 // param tag: string -- the snapshot's tag
 // param id: int -- the object's id
 // param ignore_names: list<string> = [] -- reference names the path must not use

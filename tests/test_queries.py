@@ -208,7 +208,7 @@ def test_why_alive_avoiding_plan_is_one_shortest_path_search_from_index_seeks(da
 
 
 def test_why_alive_reads_the_first_path_in_steps_proportional_to_its_length(database: Database, v8: Loaded) -> None:
-    """No search: from the object's index entry back along :FIRST, a bounded amount of work per hop,
+    """No search: from the object's index entry back along `via`, a bounded amount of work per hop,
     also for the deepest object and for objects held by the heap's biggest hubs."""
     query = catalog.get("why-alive")
     g, r = v8.graph, v8.result

@@ -44,6 +44,11 @@ def load(file: str, tag: str, replace: bool, meta: tuple[str, ...], batch_size: 
     FILE is a snap.bin, a V8 .heapsnapshot or a Luau heap dump (detected from its content). Until the
     load completes, queries do not see the snapshot; an interrupted load leaves nothing visible and
     is cleaned up by the next load of the tag or `heapdb drop`.
+
+    The snapshot answers as soon as its objects are written (why, dominators, retains, top, types,
+    suspects, diff, leaks, growth); the references follow, and the questions that walk them (object
+    details, why with --k or ignore lists, the retainers and why-alive-avoiding queries) answer once
+    they are in. `heapdb snapshots` shows how far a load is.
     """
     from heapdb.loader import store
 
@@ -57,6 +62,11 @@ def load(file: str, tag: str, replace: bool, meta: tuple[str, ...], batch_size: 
     analyse_seconds = time.monotonic() - started
 
     data = store.LoadInput.from_analysis(graph, result)
+
+    def ready(report: store.LoadReport) -> None:
+        first = read_seconds + analyse_seconds + report.ready_seconds
+        _say(f"{tag!r} answers questions now ({first:.1f} s since the start); writing its references")
+
     with db.connect() as database:
         report = store.load(
             database,
@@ -67,6 +77,7 @@ def load(file: str, tag: str, replace: bool, meta: tuple[str, ...], batch_size: 
             source=os.path.abspath(file),
             batch_size=batch_size,
             say=_say,
+            on_ready=ready,
         )
     report.seconds = {"read": read_seconds, "analyse": analyse_seconds, **report.seconds}
     if as_json:
@@ -78,6 +89,8 @@ def load(file: str, tag: str, replace: bool, meta: tuple[str, ...], batch_size: 
                     "objects": report.objects,
                     "references": report.references,
                     "seconds": report.seconds,
+                    # From the start of the command until the snapshot answered questions.
+                    "ready_after": read_seconds + analyse_seconds + report.ready_seconds,
                 },
                 indent=2,
             )
@@ -103,11 +116,13 @@ def snapshots(show_all: bool, as_json: bool) -> None:
     if not listed:
         click.echo("no snapshots loaded (load one with `heapdb load FILE --tag TAG`)")
         return
-    header = f"{'tag':<24} {'status':<9} {'format':<8} {'objects':>11} {'references':>12} {'total size':>11}  loaded at"
+    header = (
+        f"{'tag':<24} {'status':<17} {'format':<8} {'objects':>11} {'references':>12} {'total size':>11}  loaded at"
+    )
     click.echo(header)
     for s in listed:
         click.echo(
-            f"{s.tag:<24} {_status(s):<9} {s.format or '':<8} {s.object_count or 0:>11,} "
+            f"{s.tag:<24} {_status(s):<17} {s.format or '':<8} {s.object_count or 0:>11,} "
             f"{s.reference_count or 0:>12,} {human_bytes(s.total_size or 0):>11}  {s.loaded_at or s.started_at or ''}"
         )
 
@@ -117,15 +132,43 @@ def _status(snapshot: Snapshot) -> str:
 
     if snapshot.status == "ready" and snapshot.store_version < STORE_VERSION:
         return "outdated"  # stored by an older heapdb: questions refuse it until it is loaded again
+    if snapshot.status == "ready" and not snapshot.references_ready:
+        written, total = snapshot.references_written or 0, snapshot.reference_count or 0
+        return f"ready, refs {written / total:.0%}" if total else "ready, refs 0%"
     return snapshot.status
 
 
 @main.command()
 @click.argument("tag")
-def drop(tag: str) -> None:
-    """Delete a snapshot (and any leftovers of interrupted loads of it) from the database."""
+@click.option("--wait", is_flag=True, help="Free the records here, with a progress bar, instead of in the background.")
+def drop(tag: str, wait: bool) -> None:
+    """Delete a snapshot (and any leftovers of interrupted loads of it) from the database.
+
+    The snapshot disappears at once (one transaction); its records are freed by a background
+    process, whose space the next load reuses. With --wait the command frees them itself and
+    returns when they are gone. `heapdb snapshots --all` lists a dropped snapshot until then.
+    """
     from heapdb.loader import store
 
     with db.connect() as database:
-        count = store.drop(database, tag)
-    click.echo(f"dropped {tag!r}" + (f" ({count} loads)" if count > 1 else ""))
+        count = store.drop(database, tag, wait=wait, say=_say)
+    loads = f" ({count} loads)" if count > 1 else ""
+    if wait:
+        click.echo(f"dropped {tag!r}{loads}; its records are freed")
+    else:
+        click.echo(f"dropped {tag!r}{loads}; its records are freed in the background")
+
+
+@main.command()
+def purge() -> None:
+    """Free the records of dropped snapshots now, in the foreground, with a progress bar.
+
+    Not needed as a rule: `heapdb drop`, `load --replace` and every other command start a background
+    process for that (it logs to purge.log in heapdb's data directory). When one is at work already,
+    this waits for it.
+    """
+    from heapdb.loader.store import purge as purger
+
+    with db.connect(tidy=False) as database:
+        freed = purger.purge(database, wait=True, say=_say)
+    click.echo(f"freed {freed} dropped snapshot{'' if freed == 1 else 's'}" if freed else "nothing left to free")

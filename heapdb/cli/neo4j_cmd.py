@@ -91,7 +91,7 @@ def stop(timeout: float) -> None:
 @neo4j_group.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
 def status(as_json: bool) -> None:
-    """Versions, ports, memory and data size of the managed Neo4j."""
+    """Versions, ports, memory, and the disk taken by the managed Neo4j's store and transaction logs."""
     info = neo4j_server.status()
     if as_json:
         click.echo(json.dumps(info, indent=2))
@@ -104,7 +104,11 @@ def status(as_json: bool) -> None:
         f"browser:   {info['browser_url']}",
         f"memory:    heap {info['heap']}, page cache {info['pagecache']}",
         f"data:      {human_bytes(int(str(info['data_bytes'])))} in {info['home']}",
+        f"store:     {human_bytes(int(str(info['store_bytes'])))}",
+        f"tx logs:   {human_bytes(int(str(info['tx_log_bytes'])))}",
     ]
+    if info.get("settings_pending"):
+        lines.append("settings:  changed since it started; `heapdb neo4j stop && heapdb neo4j start` applies them")
     if "server" in info:
         server = info["server"]
         lines.append(f"server:    {', '.join(server) if isinstance(server, list) else server}")

@@ -6,7 +6,9 @@ The data model is described, with example Cypher, in ``docs/data-model.md``. One
 - :mod:`.summaries`: :class:`LoadInput`, a graph with its analysis, and the group totals and top
   ranks computed from it at load;
 - :mod:`.snapshots`: the typed :class:`Snapshot` record, :func:`list_snapshots`, :func:`get_snapshot`;
-- :mod:`.lifecycle`: claiming a tag for a load, dropping, deleting, and why loads look atomic;
+- :mod:`.lifecycle`: claiming a tag for a load, hiding, dropping, tidying up after dead loads, and
+  why loads look atomic;
+- :mod:`.purge`: the background purger that frees the records of hidden snapshots;
 - :mod:`.writer`: the rows, their batches, and :func:`load` itself.
 """
 
@@ -15,7 +17,7 @@ from __future__ import annotations
 from heapdb.loader.store.lifecycle import delete_objects, drop
 from heapdb.loader.store.schema import SCHEMA, STORE_VERSION, ensure_schema
 from heapdb.loader.store.snapshots import Snapshot, get_snapshot, list_snapshots
-from heapdb.loader.store.summaries import TOP_RANKS, LoadInput
+from heapdb.loader.store.summaries import TOP_RANKS, LoadInput, reference_label
 from heapdb.loader.store.writer import CREATE_OBJECTS, DEFAULT_BATCH, LoadReport, load, node_rows
 
 __all__ = [
@@ -34,4 +36,5 @@ __all__ = [
     "list_snapshots",
     "load",
     "node_rows",
+    "reference_label",
 ]

@@ -1,101 +1,312 @@
-"""A snapshot's life in the database: claiming a tag for a load, dropping, deleting.
+"""A snapshot's life in the database: claiming a tag for a load, hiding, freeing, tidying up.
 
-Loads are atomic as far as readers can tell: a snapshot's objects belong to its ``sid`` (a number
-allocated per load), and the ``:Snapshot`` node that gives the tag to that ``sid`` says ``status:
-'loading'`` until the last batch is written. Every query starts from a ``ready`` snapshot, so a load
-that fails, is interrupted or is killed leaves nothing visible; the next load of the tag, or
-``heapdb drop``, deletes the leftovers. ``--replace`` switches the tag to the new ``sid`` in one
-transaction and deletes the old objects afterwards.
+A ``:Snapshot`` node gives a tag to a ``sid`` (a number allocated per load) and says where it is:
+
+- ``loading``: its objects are being written; invisible. The loader's ``pid``, ``host`` and
+  ``heartbeat`` (an ISO time it refreshes every :data:`HEARTBEAT_SECONDS`) say who writes it.
+- ``ready``: visible. ``references_ready`` is false while the loader still writes the references,
+  true after.
+- ``dropping``: invisible again; its records are being freed.
+
+Every query starts from a ready snapshot, so a load that fails or is interrupted is invisible once
+it is hidden: the loader hides its own snapshot when it fails, and the next heapdb command
+(:func:`tidy`, run by :func:`heapdb.db.connect`) hides a ``loading`` snapshot, or a ``ready`` one still
+without its references, whose loader is dead (killed, or its machine gone). A loader is dead when it
+ran on this host and its pid is gone, or on another host and its heartbeat is older than
+:data:`STALE_SECONDS`.
+
+Hiding (:func:`hide`) is one small transaction whatever the size of the snapshot, so ``heapdb drop``
+and ``load --replace`` take a moment; freeing the records is the purger's work (:mod:`.purge`), a
+background process that :func:`start_purge` starts, one per database at a time, which deletes them
+in bounded transactions (:func:`delete_objects`) and resumes where it stopped if it is killed.
 """
 
 from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
+from heapdb import config
 from heapdb.db import Database, translate_errors
 from heapdb.errors import HeapdbError, LoadError, NotFound
 from heapdb.loader.store.schema import ensure_schema
 
-DELETE_BATCH = 20_000  # rows per transaction when deleting a snapshot
+HEARTBEAT_SECONDS = 10  # how often a load in progress (and the purger) says it is alive
+STALE_SECONDS = 60  # a loader or purger on another host silent this long is taken for dead
+
+DELETE_BATCH = 20_000  # records per transaction when freeing a snapshot
+CHUNK_OBJECTS = 100_000  # objects per delete statement: the unit of progress, and where a purge may stop
+BIG_HOLDER = 50_000  # an object holding more references than this has them deleted on their own
+
+Say = Callable[[str], None]
 
 
-def delete_objects(database: Database, sid: int, batch: int = DELETE_BATCH) -> None:
-    """Delete a snapshot's objects and references, committing every ``batch`` rows.
+def _quiet(_: str) -> None:
+    pass
 
-    Relationships go first, by themselves: a hub object can have millions of them, and DETACH DELETE
-    would take them all in one transaction. Every reference of a snapshot starts at one of its objects.
+
+def age(variable: str, field: str = "heartbeat") -> str:
+    """Cypher for the seconds since ``variable.field`` (an ISO time), by the database's clock, or null."""
+    return f"duration.inSeconds(datetime({variable}.{field}), datetime()).seconds"
+
+
+# What tells whether a snapshot's loader lives; loads stored before heartbeats fall back to started_at.
+_LOADER = (
+    "s.sid AS sid, s.tag AS tag, s.status AS status, s.references_ready AS references_ready, "
+    "s.pid AS pid, s.host AS host, "
+    "duration.inSeconds(datetime(coalesce(s.heartbeat, s.started_at)), datetime()).seconds AS age"
+)
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid runs on this host (a zombie, killed but not yet reaped, does not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it runs, as another user
+        return True
+    try:  # the state follows the command name, which is in parentheses and may hold spaces
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):  # no /proc here: trust kill()
+        return True
+    return state != "Z"
+
+
+def loader_alive(row: dict[str, Any]) -> bool:
+    """Whether the process behind a row (``pid``, ``host``, ``age`` of its heartbeat) still runs.
+
+    On this host the pid answers; from another host only a heartbeat younger than STALE_SECONDS does.
+    """
+    if row.get("host") == socket.gethostname() and row.get("pid"):
+        return pid_alive(int(row["pid"]))
+    return row.get("age") is not None and row["age"] < STALE_SECONDS
+
+
+def unfinished(row: dict[str, Any]) -> bool:
+    """A load still being written: loading, or ready while its references are still written."""
+    return row["status"] == "loading" or (row["status"] == "ready" and row.get("references_ready") is False)
+
+
+def hide(database: Database, sids: list[int]) -> None:
+    """Make these snapshots invisible, in one transaction (status 'dropping'); the purger frees them."""
+    if sids:
+        database.write(
+            "MATCH (s:Snapshot) WHERE s.sid IN $sids SET s.status = 'dropping', s.dropped_at = $now",
+            {"sids": list(sids), "now": datetime.now(UTC).isoformat(timespec="seconds")},
+        )
+
+
+def purge_log() -> Path:
+    """Where the background purger writes what it did (in heapdb's data directory)."""
+    return config.data_dir() / "purge.log"
+
+
+def start_purge(database: Database) -> None:
+    """Make sure the records of hidden snapshots get freed: start a purger in the background.
+
+    The purger (``python -m heapdb.loader.store.purge``) is a process of its own session, so it
+    outlives this one and ignores its Ctrl-C; it talks to the same Neo4j as ``database`` and exits
+    at once when another purger works on it already (see :mod:`.purge`). Cheap: no query, one fork.
+    """
+    log = purge_log()
+    log.parent.mkdir(parents=True, exist_ok=True)
+    conn = database.connection
+    env = {
+        **os.environ,
+        "NEO4J_URI": conn.uri,
+        "NEO4J_USER": conn.user,
+        "NEO4J_PASSWORD": conn.password,
+        "NEO4J_DATABASE": conn.database,
+        "HEAPDB_PROGRESS": "0",
+    }
+    mode = "wb" if log.exists() and log.stat().st_size > 1 << 20 else "ab"  # keep the log short
+    with open(log, mode) as out:
+        subprocess.Popen(
+            [sys.executable, "-m", "heapdb.loader.store.purge"],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,  # survives this process, ignores its Ctrl-C
+        )
+
+
+# One read for housekeeping: every snapshot not plainly ready, and the purger's claim if any.
+_UNSETTLED = f"""
+OPTIONAL MATCH (s:Snapshot) WHERE s.status <> 'ready' OR s.references_ready = false
+WITH collect(s {{.sid, .tag, .status, .references_ready, .pid, .host,
+                 age: duration.inSeconds(datetime(coalesce(s.heartbeat, s.started_at)), datetime()).seconds}}) AS snapshots
+OPTIONAL MATCH (p:Purger)
+RETURN snapshots, collect(p {{.pid, .host, .token, age: {age("p")}}}) AS purgers
+"""
+
+
+# Object ids in order, CHUNK_OBJECTS at a time, read from the (sid, id) index in its own order.
+_CHUNK_END = (
+    "MATCH (o:Object {sid: $sid}) WHERE o.id > $after WITH o ORDER BY o.sid, o.id SKIP $skip LIMIT 1 RETURN o.id AS id"
+)
+_BIG_HOLDERS = "MATCH (o:Object {sid: $sid}) WHERE o.id IS NOT NULL AND COUNT { (o)-->() } > $degree RETURN o.id AS id"
+_DELETE_HELD = "MATCH (:Object {sid: $sid, id: $id})-[r]->() CALL (r) { DELETE r } IN TRANSACTIONS OF $batch ROWS"
+_DELETE_REFERENCES = (
+    "MATCH (o:Object {sid: $sid}) WHERE o.id > $after AND o.id <= $upto "
+    "CALL (o) { MATCH (o)-[r]->() DELETE r } IN TRANSACTIONS OF $holders ROWS"
+)
+_DELETE_OBJECTS = (
+    "MATCH (o:Object {sid: $sid}) WHERE o.id > $after AND o.id <= $upto "
+    "CALL (o) { DETACH DELETE o } IN TRANSACTIONS OF $batch ROWS"
+)
+_LOWEST, _HIGHEST = -(2**63), 2**63 - 1
+
+
+def delete_objects(
+    database: Database,
+    sid: int,
+    batch: int = DELETE_BATCH,
+    *,
+    progress: Callable[[int], object] = lambda _n: None,
+    stop: Callable[[], bool] = lambda: False,
+) -> bool:
+    """Delete a snapshot's references, objects, groups and finally its ``:Snapshot`` node.
+
+    Every transaction stays bounded, so a snapshot of any size is freed with a heap of any size: the
+    references go first, by the object holding them, a few thousand objects per transaction (an
+    object holding more than BIG_HOLDER references has them deleted on their own, ``batch`` at a
+    time), then the objects, ``batch`` per transaction. Statements walk the objects in id order,
+    CHUNK_OBJECTS at a time; ``progress`` is called with the records deleted after each, and
+    ``stop`` is asked before each: when it says yes, this returns False and leaves the rest, which
+    the next call deletes (a purger killed half-way resumes the same way). Returns True when done.
     """
     with translate_errors(database.connection), database.session() as session:
-        session.run(
-            "MATCH (o:Object {sid: $sid})-[r]->() WHERE o.id IS NOT NULL "
-            "CALL (r) { DELETE r } IN TRANSACTIONS OF $batch ROWS",
-            sid=sid,
-            batch=batch,
-        ).consume()
-        session.run(
-            "MATCH (o:Object {sid: $sid}) WHERE o.id IS NOT NULL CALL (o) { DELETE o } IN TRANSACTIONS OF $batch ROWS",
-            sid=sid,
-            batch=batch,
-        ).consume()
+
+        def run(statement: str, **parameters: Any) -> None:
+            counters = session.run(statement, sid=sid, **parameters).consume().counters
+            progress(counters.relationships_deleted + counters.nodes_deleted)
+
+        def chunks() -> Iterator[tuple[int, int]]:
+            after = _LOWEST
+            while True:
+                end = session.run(_CHUNK_END, sid=sid, after=after, skip=CHUNK_OBJECTS - 1).single()
+                upto = _HIGHEST if end is None else int(end["id"])
+                yield after, upto
+                if end is None:
+                    return
+                after = upto
+
+        for row in session.run(_BIG_HOLDERS, sid=sid, degree=BIG_HOLDER).data():
+            if stop():
+                return False
+            run(_DELETE_HELD, id=row["id"], batch=batch)
+        for statement in (_DELETE_REFERENCES, _DELETE_OBJECTS):
+            for after, upto in chunks():
+                if stop():
+                    return False
+                run(statement, after=after, upto=upto, batch=batch, holders=max(1, batch // 4))
         for label, key in (("PathGroup", "sig"), ("TypeGroup", "type")):
-            session.run(
-                f"MATCH (g:{label} {{sid: $sid}}) WHERE g.{key} IS NOT NULL CALL (g) {{ DELETE g }} IN TRANSACTIONS OF $batch ROWS",
-                sid=sid,
+            run(
+                f"MATCH (g:{label} {{sid: $sid}}) WHERE g.{key} IS NOT NULL "
+                "CALL (g) { DELETE g } IN TRANSACTIONS OF $batch ROWS",
                 batch=batch,
-            ).consume()
+            )
     database.write("MATCH (s:Snapshot {sid: $sid}) DELETE s", {"sid": sid})
+    return True
 
 
-def drop(database: Database, tag: str) -> int:
-    """Delete every snapshot with this tag, ready or left over. Returns how many were deleted."""
+def drop(database: Database, tag: str, *, wait: bool = True, say: Say = _quiet) -> int:
+    """Hide every snapshot with this tag, ready or left over, in one transaction, and free its records.
+
+    ``wait`` frees them here and returns when they are gone (with a progress bar on a terminal);
+    otherwise a background purger frees them (:func:`start_purge`). Returns how many snapshots
+    (loads) the tag had. A tag being loaded right now is refused.
+    """
     ensure_schema(database)
-    rows = database.read(
-        "MATCH (s:Snapshot {tag: $tag}) RETURN s.sid AS sid, s.status AS status, s.pid AS pid, s.host AS host",
-        {"tag": tag},
-    )
-    if not rows:
-        raise NotFound(f"no snapshot tagged {tag!r}")
-    for row in rows:
-        if row["status"] == "loading" and load_alive(row):
+    rows = database.read(f"MATCH (s:Snapshot {{tag: $tag}}) RETURN {_LOADER}", {"tag": tag})
+    live = [r for r in rows if r["status"] != "dropping"]
+    if not live:
+        freeing = " (a dropped snapshot of that tag is still being freed)" if rows else ""
+        raise NotFound(f"no snapshot tagged {tag!r}{freeing}")
+    for row in live:
+        if unfinished(row) and loader_alive(row):
             raise LoadError(
                 f"snapshot {tag!r} is being loaded right now (pid {row['pid']} on {row['host']}); drop it when that ends"
             )
-    for row in rows:
-        database.write("MATCH (s:Snapshot {sid: $sid}) SET s.status = 'dropping'", {"sid": row["sid"]})
-        delete_objects(database, row["sid"])
-    return len(rows)
+    hide(database, [r["sid"] for r in live])
+    if wait:
+        from heapdb.loader.store import purge  # purge builds on this module
+
+        purge.purge(database, wait=True, say=say)
+    else:
+        start_purge(database)
+    return len(live)
 
 
-def load_alive(row: dict[str, Any]) -> bool:
-    """Whether the process that started a load still runs (only knowable on the same host)."""
-    if row.get("host") != socket.gethostname() or not row.get("pid"):
-        return False
-    try:
-        os.kill(int(row["pid"]), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return int(row["pid"]) != os.getpid()
+def tidy(database: Database, say: Say = _quiet) -> None:
+    """Housekeeping for every heapdb command (see :func:`heapdb.db.connect`): one cheap read.
+
+    Hides the snapshots whose loader died before they were complete, and starts a purger when hidden
+    snapshots wait to be freed and none works on them. Says one line when it does something.
+    """
+    row = database.read(_UNSETTLED)[0]
+    snapshots, purgers = row["snapshots"], row["purgers"]
+    if not snapshots:
+        return
+    dead = [s for s in snapshots if unfinished(s) and not loader_alive(s)]
+    hide(database, [s["sid"] for s in dead])
+    waiting = len(dead) + sum(1 for s in snapshots if s["status"] == "dropping")
+    if not waiting or any(purger_alive(p) for p in purgers):
+        if dead:
+            say(_hid(dead) + "; a purger already frees records in the background")
+        return
+    start_purge(database)
+    if dead:
+        say(_hid(dead) + "; freeing their records in the background")
+    else:
+        say(f"freeing the records of {_count(waiting, 'dropped snapshot')} in the background")
+
+
+def _hid(dead: list[dict[str, Any]]) -> str:
+    tags = ", ".join(sorted({repr(s["tag"]) for s in dead}))
+    return f"hid {_count(len(dead), 'unfinished load')} ({tags}) whose loader is gone"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def purger_alive(row: dict[str, Any]) -> bool:
+    """Whether the purger behind a ``:Purger`` claim (``pid``, ``host``, ``age``) still works.
+
+    Its heartbeat must be fresh, wherever it runs; on this host its pid must run too, so that a
+    purger killed with -9 is replaced at once.
+    """
+    fresh = row.get("age") is not None and row["age"] < STALE_SECONDS
+    if fresh and row.get("host") == socket.gethostname() and row.get("pid"):
+        return pid_alive(int(row["pid"]))
+    return fresh
 
 
 def claim(database: Database, tag: str, replace: bool, properties: dict[str, Any]) -> tuple[int, list[int], list[int]]:
-    """Create the new snapshot in state ``loading``; return its sid, the ready sids it will replace and leftovers."""
-    rows = database.read(
-        "MATCH (s:Snapshot {tag: $tag}) RETURN s.sid AS sid, s.status AS status, s.pid AS pid, s.host AS host",
-        {"tag": tag},
-    )
-    ready = [r["sid"] for r in rows if r["status"] == "ready"]
+    """Create the new snapshot in state ``loading``; return its sid, the ready sids it will replace and leftovers.
+
+    Leftovers are this tag's snapshots that never completed (their loader is dead) or are being
+    dropped; the caller hides them. A tag whose load still runs is refused.
+    """
+    rows = database.read(f"MATCH (s:Snapshot {{tag: $tag}}) RETURN {_LOADER}", {"tag": tag})
+    ready = [r["sid"] for r in rows if r["status"] == "ready" and not unfinished(r)]
     if ready and not replace:
         raise LoadError(
             f"a snapshot tagged {tag!r} exists already; use --replace to load over it, or `heapdb drop {tag}`"
         )
     for row in rows:
-        if row["status"] == "loading" and load_alive(row):
-            raise LoadError(f"snapshot {tag!r} is being loaded right now by pid {row['pid']}")
-    leftovers = [r["sid"] for r in rows if r["status"] != "ready"]
+        if unfinished(row) and loader_alive(row):
+            raise LoadError(f"snapshot {tag!r} is being loaded right now by pid {row['pid']} on {row['host']}")
+    leftovers = [r["sid"] for r in rows if r["sid"] not in ready]
     for attempt in range(5):
         try:
             created = database.write(

@@ -9,8 +9,10 @@ from heapdb.db import Database, translate_errors
 
 # What a load writes, versioned: a snapshot stored under an older version lacks what queries now read
 # and must be loaded again. 2: top ranks, group retained sizes counting each byte once, nested V8
-# root groups folded in path signatures, :FIRST relationships.
-STORE_VERSION = 2
+# root groups folded in path signatures, :FIRST relationships. 3: each object names its immediate
+# dominator and first-path holder (`dom`, `via`, `via_kind`, `via_name`) instead of :DOMINATES and
+# :FIRST relationships; snapshots answer before their references are written (`references_ready`).
+STORE_VERSION = 3
 # Snapshots stored before the version was recorded carry no store_version property.
 FIRST_STORE_VERSION = 1
 
@@ -20,6 +22,8 @@ SCHEMA = (
     "CREATE CONSTRAINT heapdb_object_key IF NOT EXISTS FOR (o:Object) REQUIRE (o.sid, o.id) IS UNIQUE",
     "CREATE CONSTRAINT heapdb_path_group_key IF NOT EXISTS FOR (g:PathGroup) REQUIRE (g.sid, g.sig) IS UNIQUE",
     "CREATE INDEX heapdb_object_path IF NOT EXISTS FOR (o:Object) ON (o.sid, o.path_sig)",
+    # An object's children in the dominator tree: what it retains, and where a suspect's size piles up.
+    "CREATE INDEX heapdb_object_dom IF NOT EXISTS FOR (o:Object) ON (o.sid, o.dom)",
     "CREATE CONSTRAINT heapdb_type_group_key IF NOT EXISTS FOR (t:TypeGroup) REQUIRE (t.sid, t.type) IS UNIQUE",
     # Only the first TOP_RANKS objects of a snapshot (overall, and per type) carry these properties.
     "CREATE INDEX heapdb_object_rank IF NOT EXISTS FOR (o:Object) ON (o.sid, o.rank)",

@@ -16,9 +16,10 @@ from heapdb.loader.store.schema import FIRST_STORE_VERSION
 class Snapshot:
     """One load of a snapshot file, as its ``:Snapshot`` node records it.
 
-    ``status`` is ``loading`` until the last batch is written, then ``ready`` (``dropping`` while it
-    is deleted). Properties a node lacks (an unfinished load has no ``loaded_at``, a finished one no
-    ``pid``) are None; ``meta`` is the stored JSON text decoded.
+    ``status`` is ``loading`` until the objects and groups are written, then ``ready`` (``dropping``
+    while its records are freed); a ready snapshot still loading its references says
+    ``references_ready = False``. Properties a node lacks (an unfinished load has no ``loaded_at``, a
+    finished one no ``pid``) are None; ``meta`` is the stored JSON text decoded.
     """
 
     sid: int
@@ -35,10 +36,15 @@ class Snapshot:
     unreachable_count: int | None = None
     root_id: int | None = None
     started_at: str | None = None
-    loaded_at: str | None = None
+    ready_at: str | None = None  # when it began to answer questions
+    ready_seconds: float | None = None  # from the first write to ready_at
+    loaded_at: str | None = None  # when its references were all written too
     load_seconds: float | None = None
+    references_ready: bool = True  # false while the load still writes :REF and :WEAK_REF
+    references_written: int | None = None  # how many so far, while they are written
     pid: int | None = None
     host: str | None = None
+    heartbeat: str | None = None  # refreshed by a load in progress; see lifecycle
     meta: dict[str, Any] = field(default_factory=dict, hash=False)  # a dict cannot be hashed; the rest can
 
     @classmethod

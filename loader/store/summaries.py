@@ -8,16 +8,41 @@ type, and each object's rank among the largest retainers.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 
 from heapdb.loader.analysis import Analysis, outermost_members
 from heapdb.loader.analysis.ranking import largest_first
-from heapdb.loader.graph import HeapGraph
+from heapdb.loader.graph import EDGE_KIND_NAMES, NUMERIC_NAME_KINDS, HeapGraph
 from heapdb.loader.paths import FirstPaths, first_paths, path_hops
+from heapdb.units import shorten
 
 TOP_RANKS = 1000  # how far top lists go (the API's largest limit); see LoadInput.top_ranks
+NO_OBJECT = np.iinfo(np.int64).min  # "none" in TreeIds' columns (0 can be an object id; this cannot)
+
+
+@dataclass(frozen=True)
+class TreeIds:
+    """Per object, the ids of its two parents, NO_OBJECT where there is none.
+
+    ``dom``: its immediate dominator (none for the root and the unreachable). ``via``: the holder its
+    first retainer path arrives from (none for the root and the unreachable). Stored on each object,
+    they let why-alive and the dominator questions walk up with one index seek per step.
+    """
+
+    dom: np.ndarray  # int64[n]
+    via: np.ndarray  # int64[n]
+
+
+def reference_label(g: HeapGraph, kind: int, name: int) -> tuple[str, str]:
+    """A reference's stored kind and name: element indexes as text, other names from the string table."""
+    label = str(name) if kind in _NUMERIC_KINDS else shorten(g.strings[name])
+    return EDGE_KIND_NAMES[kind], label
+
+
+_NUMERIC_KINDS = frozenset(int(k) for k in NUMERIC_NAME_KINDS)
 
 
 @dataclass(frozen=True)
@@ -46,11 +71,33 @@ class LoadInput:
             paths=first_paths(graph, result.retaining),
         )
 
+    @cached_property
+    def tree_ids(self) -> TreeIds:
+        """Each object's immediate dominator and first-path holder, as object ids."""
+        g = self.graph
+        dom = np.full(g.node_count, NO_OBJECT, dtype=np.int64)
+        dominated = self.idom >= 0
+        dom[dominated] = g.ids[self.idom[dominated]]
+        edges = self.paths.parent_edge
+        reached = np.flatnonzero(edges >= 0)
+        via = np.full(g.node_count, NO_OBJECT, dtype=np.int64)
+        holders = np.searchsorted(g.edge_start, edges[reached], side="right") - 1
+        via[reached] = g.ids[holders]
+        return TreeIds(dom=dom, via=via)
+
+    def first_hop_labels(self, lo: int, hi: int) -> list[tuple[str, str] | None]:
+        """For objects ``lo`` to ``hi``: the kind and name of the reference their first path arrives by."""
+        g = self.graph
+        edges = self.paths.parent_edge[lo:hi].tolist()
+        kinds, names = g.edge_kind, g.edge_name
+        return [None if e < 0 else reference_label(g, int(kinds[e]), int(names[e])) for e in edges]
+
     def path_groups(self) -> list[list[Any]]:
         """One row per distinct first-path signature: [sig, path text, hops, *group figures]."""
         rows = []
+        synthetic = self.graph.synthetic_nodes()
         for sig, first, figures in self._groups(self.paths.signature):
-            hops = path_hops(self.graph, self.paths, first)
+            hops = path_hops(self.graph, self.paths, first, synthetic)
             rows.append([int(sig), " / ".join(hops), hops, *figures])
         return rows
 

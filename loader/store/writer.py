@@ -1,18 +1,21 @@
 """Writing an analysed snapshot into Neo4j: :func:`load`.
 
 In short (``docs/data-model.md`` has the whole model): one ``:Snapshot`` node per load, ``:Object``
-nodes keyed by ``(sid, id)``, ``:REF`` relationships for the references that retain, ``:WEAK_REF``
-for those that do not, ``:DOMINATES`` from each object's immediate dominator, ``:FIRST`` along each
-object's first path, ``:PathGroup`` and ``:TypeGroup`` totals, and the ``:Root`` label on the
-snapshot's root. Rows are sent in batches of UNWIND, several transactions at a time; the snapshot
-becomes visible only once everything is written (see :mod:`.lifecycle`).
+nodes keyed by ``(sid, id)`` that also name their immediate dominator (``dom``) and the holder their
+first retainer path arrives from (``via``), ``:PathGroup`` and ``:TypeGroup`` totals, the ``:Root``
+label on the snapshot's root, then ``:REF`` relationships for the references that retain and
+``:WEAK_REF`` for those that do not. Rows are sent in batches of UNWIND, several transactions at a
+time. The snapshot answers once the objects and groups are written, while the references still
+stream in (see :func:`load`); until then it is invisible (see :mod:`.lifecycle`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -24,10 +27,9 @@ import numpy as np
 
 from heapdb import progress
 from heapdb.db import Database, translate_errors
-from heapdb.loader.graph import EDGE_KIND_NAMES, NUMERIC_NAME_KINDS, HeapGraph
-from heapdb.loader.store.lifecycle import claim, delete_objects
+from heapdb.loader.store.lifecycle import HEARTBEAT_SECONDS, claim, hide, start_purge
 from heapdb.loader.store.schema import STORE_VERSION, ensure_schema
-from heapdb.loader.store.summaries import LoadInput
+from heapdb.loader.store.summaries import NO_OBJECT, LoadInput, reference_label
 from heapdb.units import shorten
 
 DEFAULT_BATCH = 20_000  # rows per write transaction
@@ -41,8 +43,8 @@ class LoadReport:
     sid: int
     objects: int
     references: int
-    dominator_edges: int
     seconds: dict[str, float] = field(default_factory=dict)
+    ready_seconds: float = 0.0  # from the start of the write until the snapshot answered questions
 
     @property
     def total_seconds(self) -> float:
@@ -58,9 +60,12 @@ def _chunks(total: int, size: int) -> Iterator[tuple[int, int]]:
 
 
 def node_rows(data: LoadInput, ranks: tuple[np.ndarray, np.ndarray], lo: int, hi: int) -> list[list[Any]]:
+    """The rows of ``CREATE_OBJECTS`` for objects ``lo`` to ``hi`` (see its column list)."""
     g = data.graph
     strings, kinds = g.strings, g.node_kinds
     detached = g.detachedness
+    holders = data.tree_ids
+    labels = data.first_hop_labels(lo, hi)
     columns = zip(
         g.ids[lo:hi].tolist(),
         g.type[lo:hi].tolist(),
@@ -75,6 +80,9 @@ def node_rows(data: LoadInput, ranks: tuple[np.ndarray, np.ndarray], lo: int, hi
         data.paths.signature[lo:hi].tolist(),
         ranks[0][lo:hi].tolist(),
         ranks[1][lo:hi].tolist(),
+        holders.dom[lo:hi].tolist(),
+        holders.via[lo:hi].tolist(),
+        labels,
     )
     return [
         [
@@ -91,8 +99,12 @@ def node_rows(data: LoadInput, ranks: tuple[np.ndarray, np.ndarray], lo: int, hi
             (p or None),
             (rk or None),
             (tr or None),
+            (dom if dom != NO_OBJECT else None),
+            (via if via != NO_OBJECT else None),
+            (label[0] if label else None),
+            (label[1] if label else None),
         ]
-        for i, t, n, k, s, r, c, d, reach, det, p, rk, tr in columns
+        for i, t, n, k, s, r, c, d, reach, det, p, rk, tr, dom, via, label in columns
     ]
 
 
@@ -100,7 +112,7 @@ def _edge_rows(data: LoadInput, sources: np.ndarray, lo: int, hi: int, retaining
     g = data.graph
     selected = np.flatnonzero(data.retaining[lo:hi] == retaining) + lo
     return [
-        [src, dst, *_reference_label(g, kind, name)]
+        [src, dst, *reference_label(g, kind, name)]
         for src, dst, kind, name in zip(
             g.ids[sources[selected]].tolist(),
             g.ids[g.edge_to[selected]].tolist(),
@@ -114,31 +126,9 @@ CREATE_OBJECTS = """
 UNWIND $rows AS r
 CREATE (o:Object {sid: $sid, id: r[0], type: r[1], name: r[2], kind: r[3], self_size: r[4],
                   retained_size: r[5], retained_count: r[6], distance: r[7], reachable: r[8], path_sig: r[10],
-                  rank: r[11], type_rank: r[12]})
+                  rank: r[11], type_rank: r[12], dom: r[13], via: r[14], via_kind: r[15], via_name: r[16]})
 FOREACH (_ IN CASE WHEN r[9] THEN [1] ELSE [] END | SET o.detached = true)
 """
-
-
-def _first_rows(data: LoadInput, nodes: np.ndarray) -> list[list[Any]]:
-    """[holder id, object id, kind, name] of the reference each object's first path arrives by."""
-    g = data.graph
-    edges = data.paths.parent_edge[nodes]
-    sources = np.searchsorted(g.edge_start, edges, side="right") - 1
-    return [
-        [a, b, *_reference_label(g, kind, name)]
-        for a, b, kind, name in zip(
-            g.ids[sources].tolist(), g.ids[nodes].tolist(), g.edge_kind[edges].tolist(), g.edge_name[edges].tolist()
-        )
-    ]
-
-
-def _reference_label(g: HeapGraph, kind: int, name: int) -> tuple[str, str]:
-    """A reference's stored kind and name: element indexes as text, other names from the string table."""
-    label = str(name) if kind in _NUMERIC_KINDS else shorten(g.strings[name])
-    return EDGE_KIND_NAMES[kind], label
-
-
-_NUMERIC_KINDS = frozenset(int(k) for k in NUMERIC_NAME_KINDS)
 
 
 CREATE_REFS = """
@@ -158,18 +148,6 @@ CREATE (:PathGroup {sid: $sid, sig: r[0], path: r[1], hops: r[2], objects: r[3],
 CREATE_TYPE_GROUPS = """
 UNWIND $rows AS r
 CREATE (:TypeGroup {sid: $sid, type: r[0], objects: r[1], self_size: r[2], retained_size: r[3], max_retained_size: r[4]})
-"""
-
-CREATE_FIRST = """
-UNWIND $rows AS r
-MATCH (a:Object {sid: $sid, id: r[0]}), (b:Object {sid: $sid, id: r[1]})
-CREATE (a)-[:FIRST {kind: r[2], name: r[3]}]->(b)
-"""
-
-CREATE_DOMINATES = """
-UNWIND $rows AS r
-MATCH (a:Object {sid: $sid, id: r[0]}), (b:Object {sid: $sid, id: r[1]})
-CREATE (a)-[:DOMINATES]->(b)
 """
 
 
@@ -218,11 +196,17 @@ def load(
     batch_size: int = DEFAULT_BATCH,
     workers: int = 2,
     say: Callable[[str], None] = lambda _m: None,
+    on_ready: Callable[[LoadReport], None] = lambda _r: None,
 ) -> LoadReport:
-    """Write an analysed graph into Neo4j under ``tag``; visible to queries only once complete."""
+    """Write an analysed graph into Neo4j under ``tag``, in two steps.
+
+    First the objects (each carrying its immediate dominator and first-path holder) and the group
+    totals; then the snapshot becomes ``ready`` with ``references_ready: false``, ``on_ready`` is
+    called, and every question that needs no references answers. Then the references, after which
+    ``references_ready`` turns true. A load that fails or is interrupted at any point ends invisible.
+    """
     g = data.graph
     ensure_schema(database)
-    now = datetime.now(UTC).isoformat(timespec="seconds")
     properties = {
         "store_version": STORE_VERSION,
         "format": g.meta.get("format", "unknown"),
@@ -234,20 +218,52 @@ def load(
         "reachable_size": int(g.self_size[data.reachable].sum()),
         "unreachable_count": int(g.node_count - np.count_nonzero(data.reachable)),
         "root_id": int(g.ids[g.root]),
-        "started_at": now,
+        "started_at": _now(),
+        "references_ready": False,
+        "references_written": 0,
         "pid": os.getpid(),
         "host": socket.gethostname(),
+        "heartbeat": _now(),
         "meta": json.dumps({**{k: v for k, v in g.meta.items() if _jsonable(v)}, **(meta or {})}, sort_keys=True),
     }
     sid, replaced, leftovers = claim(database, tag, replace, properties)
-    report = LoadReport(tag=tag, sid=sid, objects=g.node_count, references=g.edge_count, dominator_edges=0)
-    # From here on a failure, Ctrl-C or kill leaves the snapshot in `loading`: invisible to queries,
-    # and removed by the next load or drop of the tag. Deleting on the way out would be wrong after a
-    # lost connection and slow after Ctrl-C.
-    for old in leftovers:
-        say(f"removing the leftovers of an earlier, unfinished load of {tag!r}")
-        delete_objects(database, old)
+    report = LoadReport(tag=tag, sid=sid, objects=g.node_count, references=g.edge_count)
+    if leftovers:
+        say(f"the leftovers of an earlier, unfinished load of {tag!r} are freed in the background")
+        hide(database, leftovers)
+        start_purge(database)
+    with _Heartbeat(database, sid) as heartbeat:
+        try:
+            _write_objects_and_groups(database, data, sid, report, batch_size, workers)
+            _switch(database, sid, replaced, report)
+            if replaced:
+                start_purge(database)
+            on_ready(report)
+            _write_references(database, data, sid, report, batch_size, workers, heartbeat)
+        except BaseException:
+            # Whatever went wrong (a lost connection, Ctrl-C), the snapshot must not stay visible or
+            # look like a load in progress; if even this fails, the next heapdb command finds the
+            # loader gone and hides it (see lifecycle).
+            with contextlib.suppress(Exception):
+                hide(database, [sid])
+                start_purge(database)
+            raise
+    database.write(
+        "MATCH (n:Snapshot {sid: $sid}) SET n.references_ready = true, n.references_written = $count, "
+        "n.loaded_at = $now, n.load_seconds = $seconds REMOVE n.pid, n.host, n.heartbeat",
+        {"sid": sid, "count": g.edge_count, "now": _now(), "seconds": report.total_seconds},
+    )
+    return report
 
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _write_objects_and_groups(
+    database: Database, data: LoadInput, sid: int, report: LoadReport, batch_size: int, workers: int
+) -> None:
+    g = data.graph
     started = time.monotonic()
     ranks = data.top_ranks()
     with progress.bar("write objects", total=g.node_count, unit="obj") as bar:
@@ -263,48 +279,6 @@ def load(
     report.seconds["objects"] = time.monotonic() - started
 
     started = time.monotonic()
-    sources = g.edge_sources()
-    with progress.bar("write references", total=g.edge_count, unit="ref") as bar:
-        for statement, retaining in ((CREATE_REFS, True), (CREATE_WEAK_REFS, False)):
-            _run_batches(
-                database,
-                statement,
-                sid,
-                (_edge_rows(data, sources, lo, hi, retaining) for lo, hi in _chunks(g.edge_count, batch_size)),
-                bar,
-                workers,
-            )
-    del sources
-    report.seconds["references"] = time.monotonic() - started
-
-    started = time.monotonic()
-    dominated = np.flatnonzero(data.idom >= 0)
-    report.dominator_edges = int(dominated.size)
-    with progress.bar("write dominator tree", total=int(dominated.size), unit="edge") as bar:
-        batches = (
-            [[a, b] for a, b in zip(g.ids[data.idom[dominated[lo:hi]]].tolist(), g.ids[dominated[lo:hi]].tolist())]
-            for lo, hi in _chunks(int(dominated.size), batch_size)
-        )
-        _run_batches(database, CREATE_DOMINATES, sid, batches, bar, workers)
-    report.seconds["dominators"] = time.monotonic() - started
-
-    # The first paths as their own relationship type: every reachable object has exactly one incoming
-    # :FIRST, which Neo4j finds directly even on an object with a million incoming :REF, so
-    # why-alive reads a path in as many steps as it is long.
-    started = time.monotonic()
-    reached = np.flatnonzero(data.paths.parent_edge >= 0)
-    with progress.bar("write first paths", total=int(reached.size), unit="ref") as bar:
-        _run_batches(
-            database,
-            CREATE_FIRST,
-            sid,
-            (_first_rows(data, reached[lo:hi]) for lo, hi in _chunks(int(reached.size), batch_size)),
-            bar,
-            workers,
-        )
-    report.seconds["first paths"] = time.monotonic() - started
-
-    started = time.monotonic()
     for label, statement, groups in (
         ("path groups", CREATE_PATH_GROUPS, data.path_groups()),
         ("type groups", CREATE_TYPE_GROUPS, data.type_groups()),
@@ -315,23 +289,82 @@ def load(
             )
     report.seconds["groups"] = time.monotonic() - started
 
-    # The switch: in one transaction the new snapshot becomes the tag's, the old one stops being.
+
+def _switch(database: Database, sid: int, replaced: list[int], report: LoadReport) -> None:
+    """In one transaction the new snapshot becomes the tag's and the old ones stop being."""
+    report.ready_seconds = report.total_seconds
     database.write(
         "MATCH (n:Snapshot {sid: $sid}) "
         "OPTIONAL MATCH (old:Snapshot) WHERE old.sid IN $replaced SET old.status = 'dropping' "
-        "WITH DISTINCT n SET n.status = 'ready', n.loaded_at = $now, n.load_seconds = $seconds REMOVE n.pid",
-        {
-            "sid": sid,
-            "replaced": replaced,
-            "now": datetime.now(UTC).isoformat(timespec="seconds"),
-            "seconds": report.total_seconds,
-        },
+        "WITH DISTINCT n SET n.status = 'ready', n.ready_at = $now, n.ready_seconds = $seconds",
+        {"sid": sid, "replaced": replaced, "now": _now(), "seconds": report.ready_seconds},
     )
-    for old in replaced:
-        started = time.monotonic()
-        delete_objects(database, old)
-        report.seconds["drop replaced"] = time.monotonic() - started
-    return report
+
+
+def _write_references(
+    database: Database,
+    data: LoadInput,
+    sid: int,
+    report: LoadReport,
+    batch_size: int,
+    workers: int,
+    heartbeat: _Heartbeat,
+) -> None:
+    g = data.graph
+    started = time.monotonic()
+    sources = g.edge_sources()
+    with progress.bar("write references", total=g.edge_count, unit="ref") as bar:
+        for statement, retaining in ((CREATE_REFS, True), (CREATE_WEAK_REFS, False)):
+            _run_batches(
+                database,
+                statement,
+                sid,
+                (_edge_rows(data, sources, lo, hi, retaining) for lo, hi in _chunks(g.edge_count, batch_size)),
+                _Counting(bar, heartbeat),
+                workers,
+            )
+    report.seconds["references"] = time.monotonic() - started
+
+
+class _Heartbeat:
+    """Tells other heapdb processes, every HEARTBEAT_SECONDS, that this load is alive and how far it got.
+
+    A load killed on another host cannot be found by its pid; its stale heartbeat gives it away.
+    """
+
+    def __init__(self, database: Database, sid: int) -> None:
+        self.database, self.sid = database, sid
+        self.written = 0  # references written so far, shown by `heapdb snapshots`
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="heapdb-heartbeat", daemon=True)
+
+    def __enter__(self) -> _Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(HEARTBEAT_SECONDS):
+            with contextlib.suppress(Exception):  # a missed beat is harmless; the load reports real failures
+                self.database.write(
+                    "MATCH (n:Snapshot {sid: $sid}) SET n.heartbeat = $now, n.references_written = $written",
+                    {"sid": self.sid, "now": _now(), "written": self.written},
+                )
+
+
+@dataclass
+class _Counting:
+    """A progress bar that also keeps the heartbeat's count of written references."""
+
+    bar: Any
+    heartbeat: _Heartbeat
+
+    def update(self, n: int) -> None:
+        self.bar.update(n)
+        self.heartbeat.written += n
 
 
 def _jsonable(value: Any) -> bool:

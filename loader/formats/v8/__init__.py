@@ -7,12 +7,12 @@ A ``.heapsnapshot`` is one JSON object::
      "edges": [flat integers, M * len(edge_fields)],
      ... "strings": ["", "(GC roots)", ...]}
 
-The file is never loaded whole. It is read in chunks; the two big integer arrays are scanned by numba
-kernels straight into the :class:`HeapGraph` arrays (preallocated from the declared counts, after
-checking those counts against the file size); only ``snapshot`` and ``strings`` go through
-:mod:`json`. Every other section (``trace_function_infos``, ``trace_tree``, ``samples``,
-``locations``, and whatever newer V8 versions add) is skipped with a structural scan (balanced
-brackets, terminated strings) without being interpreted.
+The file is never loaded whole. It is read in chunks into one reused buffer; the two big integer
+arrays are scanned by numba kernels straight into the :class:`HeapGraph` arrays (preallocated from
+the declared counts, after checking those counts against the file size); only ``snapshot`` and
+``strings`` go through :mod:`json`. Every other section (``trace_function_infos``, ``trace_tree``,
+``samples``, ``locations``, and whatever newer V8 versions add) is skipped with a structural scan
+(balanced brackets, terminated strings) without being interpreted.
 
 Everything is driven by ``snapshot.meta``: field order, node types and edge types are looked up by
 name, so Node 20 (``trace_node_id``, ``detachedness``) and Chromium (its own field list) read alike.
@@ -41,9 +41,10 @@ kernels it drives are in :mod:`.scan`, the DevTools class names in :mod:`.classe
 
 from __future__ import annotations
 
+import io
 import json
 import os
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -114,12 +115,13 @@ def read_graph(path: str | os.PathLike[str], on_bytes: ByteProgress | None = Non
 class _SnapshotReader:
     """Walks the top-level JSON object section by section over a sliding byte window."""
 
-    def __init__(self, f: BinaryIO, path: str | os.PathLike[str], on_bytes: ByteProgress | None) -> None:
+    def __init__(self, f: io.BufferedReader, path: str | os.PathLike[str], on_bytes: ByteProgress | None) -> None:
         self.f = f
         self.path = path
         self.on_bytes = on_bytes
         self.file_size = os.fstat(f.fileno()).st_size
-        self.buf = np.empty(0, dtype=np.uint8)
+        self.window = np.empty(0, dtype=np.uint8)  # the buffer chunks are read into, reused
+        self.buf = self.window  # the unread part of the file that is in memory: a view of window
         self.pos = 0  # position in buf
         self.base = 0  # file offset of buf[0]
         self.eof = False
@@ -133,23 +135,26 @@ class _SnapshotReader:
         return FormatError(self.path, problem, offset=self.base + self.pos if offset is None else offset)
 
     def _refill(self) -> bool:
-        """Drop consumed bytes and read the next chunk; False at end of file."""
+        """Drop consumed bytes and read the next chunk after the rest; False at end of file."""
         if self.eof:
             return False
-        data = self.f.read(CHUNK_BYTES)
-        if self.on_bytes is not None and data:
-            self.on_bytes(len(data))
-        if not data:
+        rest = self.buf.shape[0] - self.pos
+        if self.window.shape[0] < rest + CHUNK_BYTES:
+            window = np.empty(rest + CHUNK_BYTES, dtype=np.uint8)
+            window[:rest] = self.buf[self.pos :]
+            self.window = window
+        elif rest:
+            self.window[:rest] = self.buf[self.pos :].copy()
+        self.base += self.pos
+        self.buf = self.window[:rest]
+        self.pos = 0
+        read = self.f.readinto(self.window[rest : rest + CHUNK_BYTES].data)
+        if not read:
             self.eof = True
             return False
-        rest = self.buf[self.pos :]
-        self.base += self.pos
-        self.buf = (
-            np.concatenate((rest, np.frombuffer(data, dtype=np.uint8)))
-            if rest.size
-            else np.frombuffer(data, dtype=np.uint8)
-        )
-        self.pos = 0
+        if self.on_bytes is not None:
+            self.on_bytes(read)
+        self.buf = self.window[: rest + read]
         return True
 
     def _peek(self, what: str) -> int:
@@ -248,7 +253,7 @@ class _SnapshotReader:
             self._read_int_array(key)
         elif key == "strings":
             strings = self._json_value("strings")
-            if not isinstance(strings, list) or not all(type(s) is str for s in strings):
+            if not isinstance(strings, list) or not set(map(type, strings)) <= {str}:
                 raise FormatError(self.path, "'strings' must be an array of strings", offset=key_offset)
             self.strings = strings
         else:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from heapdb.loader.graph import Detachedness
@@ -15,11 +17,28 @@ def class_names(
     kind: np.ndarray, name: np.ndarray, detachedness: np.ndarray | None, node_types: list[str], strings: list[str]
 ) -> np.ndarray:
     """DevTools' class name for every node, as string indexes; appends missing names to ``strings``."""
+    named = np.array([t in _NAMED_CLASS_NODE_TYPES for t in node_types])[kind]
+    # DOM-like names ("<div id=...>", "Detached <div ...>") group by their tag only.
+    candidates = np.flatnonzero(np.bincount(name[named], minlength=len(strings))).tolist()
+    short_names = {c: _short_dom_name(strings[c]) for c in candidates}
+    short_names = {c: short for c, short in short_names.items() if short != strings[c]}
+    detached = None
+    if detachedness is not None and "native" in node_types:
+        detached = (kind == node_types.index("native")) & (detachedness == Detachedness.DETACHED)
+
+    # Every class name this function can look up is known before any is looked up: find the first
+    # index of each in one pass over ``strings`` (a set lookup per string, in C) rather than
+    # indexing all of them.
+    wanted = {_CLASS_BY_NODE_TYPE.get(t, f"({t})") for t in node_types if t not in _NAMED_CLASS_NODE_TYPES}
+    wanted.update(short_names.values())
+    if detached is not None:
+        for c in np.flatnonzero(np.bincount(name[detached], minlength=len(strings))).tolist():
+            label = short_names.get(c, strings[c])
+            if not label.startswith("Detached "):
+                wanted.add("Detached " + label)
     existing: dict[str, int] = {}
-    # Only strings that could be a class name DevTools makes up need a reverse index.
-    for i, s in enumerate(strings):
-        if s[:1] in ("(", "<") or s.startswith("Detached "):
-            existing.setdefault(s, i)
+    for i in itertools.compress(range(len(strings)), map(wanted.__contains__, strings)):
+        existing.setdefault(strings[i], i)
 
     def index_of(s: str) -> int:
         i = existing.get(s)
@@ -29,30 +48,18 @@ def class_names(
         return i
 
     per_kind = np.zeros(len(node_types), dtype=np.int32)
-    named_kinds = []
     for k, t in enumerate(node_types):
-        if t in _NAMED_CLASS_NODE_TYPES:
-            named_kinds.append(k)
-        else:
+        if t not in _NAMED_CLASS_NODE_TYPES:
             per_kind[k] = index_of(_CLASS_BY_NODE_TYPE.get(t, f"({t})"))
-    type_ = per_kind[kind]
-    named = np.isin(kind, named_kinds)
-    type_[named] = name[named]
-    # DOM-like names ("<div id=...>", "Detached <div ...>") group by their tag only.
-    candidates = np.flatnonzero(np.bincount(name[named], minlength=len(strings)))
-    remap = {}
-    for candidate in candidates.tolist():
-        short = _short_dom_name(strings[candidate])
-        if short != strings[candidate]:
-            remap[candidate] = index_of(short)
+    type_ = np.where(named, name, per_kind[kind])
+    remap = {c: index_of(short) for c, short in short_names.items()}
     if remap:
         src = np.fromiter(remap.keys(), dtype=np.int32)
         dst = np.fromiter(remap.values(), dtype=np.int32)
         hit = named & np.isin(type_, src)
         order = np.argsort(src)
         type_[hit] = dst[order][np.searchsorted(src[order], type_[hit])]
-    if detachedness is not None and "native" in node_types:
-        detached = (kind == node_types.index("native")) & (detachedness == Detachedness.DETACHED)
+    if detached is not None:
         for class_index in np.flatnonzero(np.bincount(type_[detached], minlength=len(strings))).tolist():
             label = strings[class_index]
             if not label.startswith("Detached "):

@@ -49,6 +49,12 @@ ERRORS = {
 _MAX_VALUE = 1 << 53  # JSON numbers beyond this are not exact in JavaScript either
 
 # Numba kernels. Each scans buf[pos:end], updates `state` and returns the position it stopped at.
+#
+# The two array kernels share one grammar (non-negative integers, commas, blanks, a closing ']'),
+# written out in each so that the whole scan is one loop over local variables: the state array is
+# read on entry and written on exit only, and the field a value belongs to is a counter, not a
+# division. A value is stored when the byte after its last digit is seen (or at the end of the
+# file); errors are recorded at that byte, with ``S_COUNT`` the number of values stored before.
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -59,73 +65,38 @@ def _fail(state, code, at):
     return at
 
 
-@numba.njit(cache=True, nogil=True)
-def _int_array_step(buf, pos, end, state):
-    """Advance the JSON integer-array grammar by one byte-run; returns (pos, value_ready, value).
-
-    Shared by both array kernels: stops after each complete number so the caller can store it.
-    """
-    expect = state[S_EXPECT]
-    in_number = state[S_IN_NUMBER]
-    value = state[S_VALUE]
-    i = pos
-    while i < end:
-        c = buf[i]
-        if 48 <= c <= 57:
-            if not in_number:
-                if expect == _EXPECT_SEPARATOR:
-                    return _fail(state, 1, i), False, 0
-                in_number = 1
-                value = 0
-            value = value * 10 + (c - 48)
-            if value > _MAX_VALUE:
-                return _fail(state, 4, i), False, 0
-            i += 1
-            continue
-        if in_number:
-            # The number ended at this byte; hand it out and look at the byte again next call.
-            state[S_IN_NUMBER] = 0
-            state[S_EXPECT] = _EXPECT_SEPARATOR
-            state[S_VALUE] = 0
-            return i, True, value
-        if c == 44:  # ,
-            if expect != _EXPECT_SEPARATOR:
-                return _fail(state, 2, i), False, 0
-            expect = _EXPECT_VALUE
-        elif c == 93:  # ]
-            if expect == _EXPECT_VALUE:
-                return _fail(state, 2, i), False, 0
-            state[S_DONE] = 1
-            state[S_EXPECT] = expect
-            return i + 1, False, 0
-        elif c == 32 or c == 10 or c == 13 or c == 9:
-            pass
-        else:
-            return _fail(state, 3, i), False, 0
-        i += 1
-    state[S_EXPECT] = expect
-    state[S_IN_NUMBER] = in_number
-    state[S_VALUE] = value
-    return i, False, 0
+@numba.njit(cache=True, nogil=True, inline="always")
+def _fail_after(state, code, at, count):
+    """:func:`_fail` for an array kernel, which keeps its value count in a local until it returns."""
+    state[S_COUNT] = count
+    return _fail(state, code, at)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _next_value(buf, pos, end, final, state, capacity):
-    """The next integer of an array and its position in it; ``ready`` is False when none is complete
-    yet, or on an error (recorded in ``state``). Shared by both array kernels."""
-    if pos >= end and final and state[S_IN_NUMBER]:
-        # A number running into the end of the file still counts; the missing ']' is reported.
-        pos, ready, value = end, True, state[S_VALUE]
-        state[S_IN_NUMBER] = 0
-        state[S_EXPECT] = _EXPECT_SEPARATOR
-    else:
-        pos, ready, value = _int_array_step(buf, pos, end, state)
-    count = state[S_COUNT]
-    if ready and count >= capacity:
-        state[S_ERROR] = 5
-        state[S_ERROR_AT] = pos
-        ready = False
-    return pos, ready, value, count
+def _save(state, count, value, in_number, expect):
+    state[S_COUNT] = count
+    state[S_VALUE] = value
+    state[S_IN_NUMBER] = in_number
+    state[S_EXPECT] = expect
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _punctuation(state, c, i, expect, count):
+    """A byte outside a number: the new ``expect``, or -1 after ']' (done), or -2 on an error."""
+    if c == 44:  # ,
+        if expect != _EXPECT_SEPARATOR:
+            _fail_after(state, 2, i, count)
+            return -2
+        return _EXPECT_VALUE
+    if c == 93:  # ]
+        if expect == _EXPECT_VALUE:
+            _fail_after(state, 2, i, count)
+            return -2
+        return -1
+    if c == 32 or c == 10 or c == 13 or c == 9:
+        return expect
+    _fail_after(state, 3, i, count)
+    return -2
 
 
 @numba.njit(cache=True, nogil=True)
@@ -135,19 +106,59 @@ def scan_nodes(
     """Store the ``nodes`` array's values into per-field output arrays. ``final``: no more input."""
     nf = roles.shape[0]
     capacity = ids.shape[0] * nf
+    count = state[S_COUNT]
+    value = state[S_VALUE]
+    in_number = state[S_IN_NUMBER]
+    expect = state[S_EXPECT]
+    node = count // nf
+    field = count - node * nf
+    i = pos
     while True:
-        pos, ready, value, count = _next_value(buf, pos, end, final, state, capacity)
-        if not ready:
-            return pos
-        node = count // nf
-        role = roles[count - node * nf]
+        if i < end:
+            c = buf[i]
+            if 48 <= c <= 57:
+                if not in_number:
+                    if expect == _EXPECT_SEPARATOR:
+                        return _fail_after(state, 1, i, count)
+                    in_number = 1
+                    value = 0
+                # The rest of the digit run, in a loop of its own: the common path.
+                while True:
+                    value = value * 10 + (c - 48)
+                    if value > _MAX_VALUE:
+                        return _fail_after(state, 4, i, count)
+                    i += 1
+                    if i == end:
+                        break
+                    c = buf[i]
+                    if not 48 <= c <= 57:
+                        break
+                continue
+            if not in_number:
+                expect = _punctuation(state, c, i, expect, count)
+                if expect < 0:
+                    if expect == -2:
+                        return i
+                    state[S_DONE] = 1
+                    _save(state, count, 0, 0, _EXPECT_SEPARATOR)
+                    return i + 1
+                i += 1
+                continue
+        elif not (final and in_number):
+            break
+        # A number ended at byte i (or at the end of the file): store it, then look at byte i again.
+        in_number = 0
+        expect = _EXPECT_SEPARATOR
+        if count >= capacity:
+            return _fail_after(state, 5, i, count)
+        role = roles[field]
         if role == _ROLE_TYPE:
             if value >= node_type_count:
-                return _fail(state, 6, pos)
+                return _fail_after(state, 6, i, count)
             kind[node] = value
         elif role == _ROLE_NAME:
             if value > 0x7FFFFFFF:
-                return _fail(state, 12, pos)
+                return _fail_after(state, 12, i, count)
             name[node] = value
         elif role == _ROLE_ID:
             ids[node] = value
@@ -155,15 +166,19 @@ def scan_nodes(
             self_size[node] = value
         elif role == _ROLE_EDGES:
             if value > max_edges:
-                return _fail(state, 12, pos)
+                return _fail_after(state, 12, i, count)
             edge_counts[node + 1] = value
         elif role == _ROLE_DETACHED:
             if value > 2:
-                return _fail(state, 7, pos)
+                return _fail_after(state, 7, i, count)
             detached[node] = value
-        state[S_COUNT] = count + 1
-        if pos >= end:
-            return pos
+        count += 1
+        field += 1
+        if field == nf:
+            field = 0
+            node += 1
+    _save(state, count, value, in_number, expect)
+    return i
 
 
 @numba.njit(cache=True, nogil=True)
@@ -186,30 +201,76 @@ def scan_edges(
 ):
     """Store the ``edges`` array's values, mapping types to EdgeKind and to_node to node indexes."""
     capacity = edge_to.shape[0] * nf_edge
+    count = state[S_COUNT]
+    value = state[S_VALUE]
+    in_number = state[S_IN_NUMBER]
+    expect = state[S_EXPECT]
+    edge = count // nf_edge
+    field = count - edge * nf_edge
+    i = pos
     while True:
-        pos, ready, value, count = _next_value(buf, pos, end, final, state, capacity)
-        if not ready:
-            return pos
-        edge = count // nf_edge
-        field = count - edge * nf_edge
+        if i < end:
+            c = buf[i]
+            if 48 <= c <= 57:
+                if not in_number:
+                    if expect == _EXPECT_SEPARATOR:
+                        return _fail_after(state, 1, i, count)
+                    in_number = 1
+                    value = 0
+                # The rest of the digit run, in a loop of its own: the common path.
+                while True:
+                    value = value * 10 + (c - 48)
+                    if value > _MAX_VALUE:
+                        return _fail_after(state, 4, i, count)
+                    i += 1
+                    if i == end:
+                        break
+                    c = buf[i]
+                    if not 48 <= c <= 57:
+                        break
+                continue
+            if not in_number:
+                expect = _punctuation(state, c, i, expect, count)
+                if expect < 0:
+                    if expect == -2:
+                        return i
+                    state[S_DONE] = 1
+                    _save(state, count, 0, 0, _EXPECT_SEPARATOR)
+                    return i + 1
+                i += 1
+                continue
+        elif not (final and in_number):
+            break
+        # A number ended at byte i (or at the end of the file): store it, then look at byte i again.
+        in_number = 0
+        expect = _EXPECT_SEPARATOR
+        if count >= capacity:
+            return _fail_after(state, 5, i, count)
         if field == type_at:
             if value >= kind_map.shape[0]:
-                return _fail(state, 8, pos)
+                return _fail_after(state, 8, i, count)
             edge_kind[edge] = kind_map[value]
         elif field == name_at:
             if value > 0xFFFFFFFF:
-                return _fail(state, 9, pos)
+                return _fail_after(state, 9, i, count)
             edge_name[edge] = value
         elif field == to_at:
-            target = value // node_fields
+            # A float division: several times faster than an integer one, and exact here, since
+            # value <= 2**53 and a multiple of node_fields divides exactly; for any other value
+            # target * node_fields cannot equal it, however the quotient rounds.
+            target = np.int64(value / node_fields)
             if target * node_fields != value:
-                return _fail(state, 10, pos)
+                return _fail_after(state, 10, i, count)
             if target >= node_count:
-                return _fail(state, 11, pos)
+                return _fail_after(state, 11, i, count)
             edge_to[edge] = target
-        state[S_COUNT] = count + 1
-        if pos >= end:
-            return pos
+        count += 1
+        field += 1
+        if field == nf_edge:
+            field = 0
+            edge += 1
+    _save(state, count, value, in_number, expect)
+    return i
 
 
 # Skip-scan state: nesting depth, inside a string, after a backslash, value started, error.

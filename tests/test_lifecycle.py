@@ -1,0 +1,257 @@
+"""Dropping at once and freeing in the background; dead loads hidden and freed by the next command.
+
+Against the session's real Neo4j, with small synthetic heaps (no Node needed).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from benchmarks.synth import synth_graph
+from heapdb import config, db
+from heapdb.cli import main
+from heapdb.db import Database
+from heapdb.errors import NotFound
+from heapdb.loader import analysis, store
+from heapdb.loader.store import lifecycle, purge
+
+
+def unique_tag(label: str) -> str:
+    return f"test-{label}-{uuid.uuid4().hex[:8]}"
+
+
+def load_synthetic(database: Database, tag: str, objects: int = 3000, references: int = 12000) -> int:
+    graph = synth_graph(objects, references, seed=objects)
+    store.load(database, store.LoadInput.from_analysis(graph, analysis.analyze(graph)), tag)
+    return store.get_snapshot(database, tag).sid
+
+
+def records(database: Database, sid: int) -> dict[str, int]:
+    return database.read(
+        "OPTIONAL MATCH (o:Object {sid: $sid}) WHERE o.id IS NOT NULL "
+        "WITH count(o) AS objects OPTIONAL MATCH (o:Object {sid: $sid})-[r]->() WHERE o.id IS NOT NULL "
+        "WITH objects, count(r) AS references "
+        "OPTIONAL MATCH (s:Snapshot {sid: $sid}) RETURN objects, references, count(s) AS snapshots",
+        {"sid": sid},
+    )[0]
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 180) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"not within {timeout:.0f} s; purge.log:\n{purge_log_tail()}"
+        time.sleep(0.5)
+
+
+def purge_log_tail() -> str:
+    path = lifecycle.purge_log()
+    return "\n".join(path.read_text().splitlines()[-20:]) if path.exists() else "(no purge.log)"
+
+
+def no_purger_at_work(database: Database) -> None:
+    """Wait for background purgers started by earlier tests to finish."""
+    wait_until(lambda: database.read("MATCH (p:Purger) RETURN count(p) AS n")[0]["n"] == 0)
+
+
+def dead_pid() -> int:
+    process = subprocess.Popen(["true"])
+    process.wait()
+    return process.pid
+
+
+def fake_load(database: Database, tag: str, **properties: Any) -> int:
+    """A snapshot as a loader leaves it half-way: a few objects and references, under a real sid."""
+    sid, _, _ = lifecycle.claim(database, tag, False, properties)
+    database.write(
+        "UNWIND range(1, 50) AS i CREATE (:Object {sid: $sid, id: i, type: 'T', self_size: i})", {"sid": sid}
+    )
+    database.write(
+        "MATCH (a:Object {sid: $sid}), (b:Object {sid: $sid}) WHERE a.id IS NOT NULL AND b.id = a.id % 7 + 1 "
+        "CREATE (a)-[:REF {kind: 'property', name: 'x'}]->(b)",
+        {"sid": sid},
+    )
+    return sid
+
+
+def status_of(database: Database, sid: int) -> str | None:
+    rows = database.read("MATCH (s:Snapshot {sid: $sid}) RETURN s.status AS status", {"sid": sid})
+    return rows[0]["status"] if rows else None
+
+
+def iso(seconds_ago: float) -> str:
+    return (datetime.now(UTC) - timedelta(seconds=seconds_ago)).isoformat(timespec="seconds")
+
+
+def test_drop_hides_at_once_and_a_background_purger_frees_the_records(database: Database) -> None:
+    tag = unique_tag("drop")
+    sid = load_synthetic(database, tag)
+    before = records(database, sid)
+    assert before["objects"] >= 3000 and before["references"] > 0
+
+    started = time.monotonic()
+    result = CliRunner().invoke(main, ["drop", tag])
+    seconds = time.monotonic() - started
+    assert result.exit_code == 0, result.stderr
+    assert "freed in the background" in result.stdout
+    assert seconds < 10  # one transaction and a fork; the records are not deleted by the command
+    # Invisible at once, whatever the purger has done so far.
+    with pytest.raises(NotFound):
+        store.get_snapshot(database, tag)
+    assert tag not in {s.tag for s in store.list_snapshots(database)}
+    # A second drop finds nothing to drop, even while the records are being freed.
+    again = CliRunner().invoke(main, ["drop", tag])
+    assert again.exit_code == 1 and "no snapshot tagged" in again.stderr
+
+    wait_until(lambda: records(database, sid) == {"objects": 0, "references": 0, "snapshots": 0})
+    assert database.read("MATCH (p:Purger) RETURN count(p) AS n")[0]["n"] == 0  # the claim is released
+    assert f"freed {tag!r}" in purge_log_tail()
+
+
+def test_drop_wait_frees_in_the_foreground(database: Database) -> None:
+    tag = unique_tag("drop-wait")
+    sid = load_synthetic(database, tag)
+    result = CliRunner().invoke(main, ["drop", tag, "--wait"])
+    assert result.exit_code == 0, result.stderr
+    assert "its records are freed" in result.stdout
+    assert records(database, sid) == {"objects": 0, "references": 0, "snapshots": 0}
+
+
+def test_a_dead_loaders_snapshots_are_hidden_and_freed_by_the_next_connect(database: Database) -> None:
+    here, elsewhere = socket.gethostname(), "another-host.invalid"
+    tags = {name: unique_tag(name) for name in ("killed", "killed-refs", "stale", "alive", "alive-here")}
+    killed = fake_load(database, tags["killed"], pid=dead_pid(), host=here, heartbeat=iso(0))
+    # Ready, but its loader died while writing the references: it must not stay visible half-done.
+    killed_refs = fake_load(database, tags["killed-refs"], pid=dead_pid(), host=here, heartbeat=iso(0))
+    database.write(
+        "MATCH (s:Snapshot {sid: $sid}) SET s.status = 'ready', s.references_ready = false", {"sid": killed_refs}
+    )
+    stale = fake_load(database, tags["stale"], pid=1, host=elsewhere, heartbeat=iso(lifecycle.STALE_SECONDS + 30))
+    alive = fake_load(database, tags["alive"], pid=1, host=elsewhere, heartbeat=iso(1))
+    alive_here = fake_load(database, tags["alive-here"], pid=os.getpid(), host=here, heartbeat=iso(600))
+    try:
+        said: list[str] = []
+        with db.connect(say=said.append, start_managed=False):
+            pass
+        assert len(said) == 1 and "hid 3 unfinished loads" in said[0] and "background" in said[0]
+        for name in ("killed", "killed-refs", "stale"):
+            assert repr(tags[name]) in said[0]
+        # Hidden by the time connect() returned; kept: a live loader, here or elsewhere.
+        for sid in (killed, killed_refs, stale):
+            assert status_of(database, sid) in ("dropping", None)
+        assert status_of(database, alive) == "loading" and status_of(database, alive_here) == "loading"
+        with pytest.raises(NotFound):
+            store.get_snapshot(database, tags["killed-refs"])
+
+        wait_until(lambda: all(records(database, sid)["snapshots"] == 0 for sid in (killed, killed_refs, stale)))
+        for sid in (killed, killed_refs, stale):
+            assert records(database, sid) == {"objects": 0, "references": 0, "snapshots": 0}
+        assert records(database, alive)["objects"] == 50
+
+        # Nothing left to do: the next connect says nothing.
+        said.clear()
+        with db.connect(say=said.append, start_managed=False):
+            pass
+        assert said == []
+    finally:
+        lifecycle.hide(database, [alive, alive_here])
+        purge.purge(database, wait=True)
+
+
+def test_one_purger_per_database_and_a_dead_ones_claim_is_taken_over(database: Database) -> None:
+    database.write(purge.PURGER_SCHEMA)
+    no_purger_at_work(database)
+    first, second = purge.Claim(database), purge.Claim(database)
+    assert first.take() is None
+    try:
+        holder = second.take()
+        assert holder is not None and holder["pid"] == os.getpid()
+        # A purger started now finds the live claim and leaves at once, freeing nothing.
+        tag = unique_tag("second")
+        sid = fake_load(database, tag, pid=dead_pid(), host=socket.gethostname())
+        lifecycle.hide(database, [sid])
+        said: list[str] = []
+        assert purge.purge(database, say=said.append) == 0
+        assert "another purger" in said[0] and records(database, sid)["objects"] == 50
+    finally:
+        first.release()
+    # The holder was killed: its pid is gone, so the claim is taken over at once.
+    assert second.take() is None
+    database.write("MATCH (p:Purger) SET p.pid = $pid", {"pid": dead_pid()})
+    third = purge.Claim(database)
+    assert third.take() is None
+    third.release()
+    assert purge.purge(database) >= 1
+    assert records(database, sid)["snapshots"] == 0
+
+
+def test_delete_objects_stops_between_chunks_and_resumes(database: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lifecycle, "CHUNK_OBJECTS", 500)
+    monkeypatch.setattr(lifecycle, "BIG_HOLDER", 20)  # the hubs of the synthetic heap have theirs deleted alone
+    tag = unique_tag("resume")
+    sid = load_synthetic(database, tag)
+    before = records(database, sid)
+    lifecycle.hide(database, [sid])
+    deleted: list[int] = []
+    asked = 0
+
+    def stop() -> bool:
+        nonlocal asked
+        asked += 1
+        return asked > 3
+
+    assert lifecycle.delete_objects(database, sid, batch=400, progress=deleted.append, stop=stop) is False
+    part = records(database, sid)
+    assert part["snapshots"] == 1 and 0 < part["references"] < before["references"]
+    assert lifecycle.delete_objects(database, sid, batch=400, progress=deleted.append) is True
+    assert records(database, sid) == {"objects": 0, "references": 0, "snapshots": 0}
+    # Every record deleted was counted once (the groups too, hence at least).
+    assert sum(deleted) >= before["objects"] + before["references"]
+
+
+def test_purge_command(database: Database) -> None:
+    tag = unique_tag("purge-cmd")
+    sid = fake_load(database, tag, pid=dead_pid(), host=socket.gethostname())
+    lifecycle.hide(database, [sid])
+    result = CliRunner().invoke(main, ["purge"])
+    assert result.exit_code == 0, result.stderr
+    assert records(database, sid)["snapshots"] == 0
+    assert "freed" in result.stdout or "nothing left" in result.stdout  # a background purger may have won
+
+
+def test_purge_log_lives_in_the_data_dir() -> None:
+    assert lifecycle.purge_log().parent == config.data_dir()
+
+
+def test_a_purger_killed_half_way_is_replaced_by_the_next_command(database: Database) -> None:
+    no_purger_at_work(database)
+    tag = unique_tag("kill-purger")
+    sid = load_synthetic(database, tag, objects=20_000, references=80_000)
+    lifecycle.hide(database, [sid])
+    lifecycle.start_purge(database)
+    claims: list[dict[str, Any]] = []
+
+    def claimed() -> bool:
+        claims[:] = database.read("MATCH (p:Purger) RETURN p.pid AS pid")
+        return bool(claims)
+
+    wait_until(claimed, timeout=60)
+    os.kill(int(claims[0]["pid"]), 9)
+    left = records(database, sid)
+    assert left["snapshots"] == 1, "the purger finished before it could be killed"
+    assert tag not in {s.tag for s in store.list_snapshots(database)}  # still invisible
+
+    said: list[str] = []
+    with db.connect(say=said.append, start_managed=False):
+        pass
+    assert said == ["freeing the records of 1 dropped snapshot in the background"]
+    wait_until(lambda: records(database, sid) == {"objects": 0, "references": 0, "snapshots": 0})
