@@ -508,11 +508,14 @@ def markdown(figures: dict[str, Any]) -> str:
     row("ready (the loader's `ready_after`)", [f"{load['ready_after_loader']:.1f} s" for load in loads])
     row(
         "first answer (CLI, since `heapdb load` started)",
-        [f"{load['first_answer_after']:.1f} s ({load['first_answer']})" for load in loads],
+        [
+            f"{load['first_answer_after']:.1f} s ({load['first_answer']})" if load["first_answer"] else "none"
+            for load in loads
+        ],
     )
     row(
         "first answer / analysis",
-        [f"{load['first_answer_after'] / analysis_seconds:.2f}" for load in loads],
+        [f"{load['first_answer_after'] / analysis_seconds:.2f}" if load["first_answer"] else "-" for load in loads],
     )
     for name in [a["question"] for a in loads[0]["answers"]]:
         cells = []
@@ -520,7 +523,7 @@ def markdown(figures: dict[str, Any]) -> str:
             answer = next(a for a in load["answers"] if a["question"] == name)
             cells.append(
                 f"{answer['answered_after']:.1f} s (took {answer['seconds']:.1f} s)"
-                if answer["answered_after"] is not None
+                if answer["answered_after"] is not None and answer["seconds"] is not None
                 else f"no answer: {answer['error']}"
             )
         row(f"&nbsp;&nbsp;`{name}` answered at", cells)
