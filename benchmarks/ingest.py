@@ -321,6 +321,7 @@ class LoadRun:
             "first_answer": first.question if first else None,
             "first_answer_after": first.answered_after if first else None,
             "phases": self.report.get("seconds", {}),
+            "writer": self.report.get("writer"),
             "objects": self.report.get("objects"),
             "references": self.report.get("references"),
             "elements_per_second_whole": round(self.elements / self.wall_seconds) if self.wall_seconds else None,
@@ -528,6 +529,7 @@ def markdown(figures: dict[str, Any]) -> str:
             )
         row(f"&nbsp;&nbsp;`{name}` answered at", cells)
     row("full load (`heapdb load` exits)", [f"{load['wall_seconds']:.1f} s" for load in loads])
+    row("written through", [str(load["writer"]) for load in loads])
     row(
         "phases",
         [", ".join(f"{k} {v:.1f} s" for k, v in load["phases"].items()) for load in loads],
@@ -554,13 +556,14 @@ def markdown(figures: dict[str, Any]) -> str:
             "`neo4j-admin database import full` of the same graph (offline, scratch database)",
             [f"{admin['seconds']:.1f} s, {admin['elements_per_second']:,} per second"] + [""] * (len(loads) - 1),
         )
-    row("`heapdb drop` returned after", [f"{d['returned_after']:.1f} s" for d in drops])
-    row("records freed after", [f"{d['freed_after']:.1f} s" for d in drops])
-    row("transaction logs, peak during the drop", [mb(d["txlog_peak_bytes"]) for d in drops])
-    row(
-        "store growth from the drop (after a checkpoint)",
-        [mb(sum(d["store_growth_by_category"].values())) for d in drops],
-    )
+    if drops:
+        row("`heapdb drop` returned after", [f"{d['returned_after']:.1f} s" for d in drops])
+        row("records freed after", [f"{d['freed_after']:.1f} s" for d in drops])
+        row("transaction logs, peak during the drop", [mb(d["txlog_peak_bytes"]) for d in drops])
+        row(
+            "store growth from the drop (after a checkpoint)",
+            [mb(sum(d["store_growth_by_category"].values())) for d in drops],
+        )
     if figures.get("after_load"):
         row(
             "questions once loaded, each (s)",
@@ -592,6 +595,9 @@ def main() -> None:
     parser.add_argument("--home", type=Path, help="where the private Neo4j lives (default: a temporary directory)")
     parser.add_argument("--interval", type=float, default=1.0, help="seconds between disk and memory samples")
     parser.add_argument("--no-reload", action="store_true", help="skip the second load after the drop")
+    parser.add_argument(
+        "--no-drop", action="store_true", help="load once and stop: no drop, no second load (for very big heaps)"
+    )
     parser.add_argument(
         "--admin-import", action="store_true", help="also time neo4j-admin's offline import of the same graph"
     )
@@ -650,13 +656,15 @@ def run_all(args: argparse.Namespace, file: Path, log: Path, figures: dict[str, 
     loads: list[dict[str, Any]] = []
     drops: list[dict[str, Any]] = []
     store = settle(sampler, "before the first load")
-    for phase in ("first load", "second load, after the drop")[: 1 if args.no_reload else 2]:
+    for phase in ("first load", "second load, after the drop")[: 1 if args.no_reload or args.no_drop else 2]:
         run = run_load(sampler, phase, file, args.tag, asked, log)
         if not loads:
             asked_once = {**asked, "object": ["object", args.tag, str(object_id)]}
             figures["after_load"] = [asdict(a) for a in answers_now(asked_once)]
         run.store_before, run.store_after = store, settle(sampler, f"after the {phase}")
         loads.append(run.summary())
+        if args.no_drop:
+            break
         drops.append(run_drop(sampler, f"drop after the {phase}", args.tag, run.report["sid"], log))
         store = settle(sampler, f"after the drop after the {phase}")
         drops[-1]["store_bytes_after"] = sum(store.values())

@@ -1,10 +1,13 @@
 """Neo4j ingestion: heapdb's loader against the other ways in, side by side in one run.
 
-For one synthetic heap (default 1M objects / 4M references, ``benchmarks/synth.py``) it measures:
+For one heap (a synthetic one, default 1M objects / 4M references, ``benchmarks/synth.py``, or a
+snapshot file with ``--file``) it measures:
 
-- ``unwind``: heapdb's own path (``heapdb.loader.store.load``): UNWIND batches over Bolt (with
-  neo4j-rust-ext), relationship ends found through the ``(sid, id)`` uniqueness index, two writers;
-- ``unwind-internal-ids``: the same batches, relationship ends found by internal node id (one writer);
+- ``plugin``: heapdb's loader (``heapdb.loader.store.load``) through heapdb's Neo4j plugin: packed
+  batches over Bolt into procedures writing with the embedded API, relationship ends by the
+  internal ids of the nodes just written, two writers;
+- ``cypher``: the same loader without the plugin, as on a Neo4j that cannot take one: UNWIND
+  batches over Bolt (with neo4j-rust-ext), relationship ends found through the ``(sid, id)`` index;
 - ``load-csv``: CSV files in Neo4j's import directory, ``LOAD CSV`` with ``CALL {} IN TRANSACTIONS``;
 - ``load-csv-concurrent``: the same with ``IN 2 CONCURRENT TRANSACTIONS``;
 - ``neo4j-admin``: ``neo4j-admin database import full`` of the same graph into a scratch database,
@@ -15,6 +18,7 @@ and prints a Markdown table; ``--private`` runs it against a Neo4j of its own in
 home, as ``benchmarks/ingest.py`` does). Run from the repository root:
 
     .venv/bin/python -m benchmarks.load_neo4j --objects 1M --references 4M --private
+    .venv/bin/python -m benchmarks.load_neo4j --file snapshot.heapsnapshot --private
 """
 
 from __future__ import annotations
@@ -28,13 +32,12 @@ import tempfile
 import time
 from pathlib import Path
 
-import neo4j
 import numpy as np
 
 from benchmarks.ingest import private_neo4j
 from benchmarks.synth import parse_count, synth_graph
 from heapdb import db, neo4j_server
-from heapdb.loader import analysis, store
+from heapdb.loader import analysis, formats, store
 from heapdb.loader.graph import EDGE_KIND_NAMES, HeapGraph
 
 
@@ -66,50 +69,20 @@ def write_csvs(graph: HeapGraph, result: analysis.Analysis, directory: Path, adm
     return nodes, refs
 
 
-def bench_unwind(database: db.Database, data: store.LoadInput, tag: str) -> store.LoadReport:
-    return store.load(database, data, tag)
-
-
-def bench_internal_ids(database: db.Database, data: store.LoadInput) -> float:
-    """UNWIND as heapdb does, but relationship ends found by internal node id instead of the index.
-
-    ``id()`` is deprecated in Neo4j 5 (element ids replace it), which is why heapdb does not use it;
-    this shows what the index lookups cost.
-    """
-    g = data.graph
-    sid = -int(time.time())
-    started = time.monotonic()
-    internal = np.empty(g.node_count, dtype=np.int64)
-    ranks = data.top_ranks()
-    create = store.CREATE_OBJECTS.replace("SET o.detached = true)", "SET o.detached = true) RETURN id(o)")
-    statement = "UNWIND $rows AS r MATCH (a) WHERE id(a) = r[0] MATCH (b) WHERE id(b) = r[1] CREATE (a)-[:REF {kind: r[2]}]->(b)"
-
-    # The batch is an argument of the transaction function (execute_write passes it on, retries too),
-    # not a variable of the loop that a closure would read late.
-    def create_objects(tx: neo4j.ManagedTransaction, rows: list[list[object]]) -> list[int]:
-        return [r[0] for r in tx.run(create, rows=rows, sid=sid)]
-
-    def create_references(tx: neo4j.ManagedTransaction, rows: list[list[object]]) -> None:
-        tx.run(statement, rows=rows).consume()
-
-    for lo in range(0, g.node_count, store.DEFAULT_BATCH):
-        hi = min(g.node_count, lo + store.DEFAULT_BATCH)
-        with database.session() as session:
-            internal[lo:hi] = session.execute_write(create_objects, store.node_rows(data, ranks, lo, hi))
-    sources = g.edge_sources()
-    for lo in range(0, g.edge_count, store.DEFAULT_BATCH):
-        hi = min(g.edge_count, lo + store.DEFAULT_BATCH)
-        rows = [
-            [a, b, EDGE_KIND_NAMES[k]]
-            for a, b, k in zip(
-                internal[sources[lo:hi]].tolist(), internal[g.edge_to[lo:hi]].tolist(), g.edge_kind[lo:hi].tolist()
-            )
-        ]
-        with database.session() as session:
-            session.execute_write(create_references, rows)
-    elapsed = time.monotonic() - started
-    store.delete_objects(database, sid)
-    return elapsed
+def bench_loader(database: db.Database, data: store.LoadInput, writer: str) -> tuple[float, str]:
+    """heapdb's load with ``writer``: (seconds for objects and references, a note)."""
+    tag = f"bench-{writer}-{int(time.time())}"
+    report = store.load(database, data, tag, writer=writer)
+    store.drop(database, tag, wait=False)  # hidden at once; freed by the background purger
+    # Only objects and references, as for the others; the group totals come on top.
+    seconds = report.seconds["objects"] + report.seconds["references"]
+    objects, references = report.seconds["objects"], report.seconds["references"]
+    note = (
+        f"objects {objects:.1f} s ({report.objects / objects:,.0f}/s), references {references:.1f} s "
+        f"({report.references / references:,.0f}/s); groups {report.seconds['groups']:.1f} s more; "
+        f"answered after {report.ready_seconds:.1f} s"
+    )
+    return seconds, note
 
 
 def bench_load_csv(database: db.Database, graph: HeapGraph, result: analysis.Analysis, concurrent: bool) -> float:
@@ -176,8 +149,9 @@ def main() -> None:
     parser.add_argument("--objects", type=parse_count, default=1_000_000)
     parser.add_argument("--references", type=parse_count, default=4_000_000)
     parser.add_argument(
-        "--only", nargs="*", default=["unwind", "unwind-internal-ids", "load-csv", "load-csv-concurrent", "neo4j-admin"]
+        "--only", nargs="*", default=["plugin", "cypher", "load-csv", "load-csv-concurrent", "neo4j-admin"]
     )
+    parser.add_argument("--file", type=Path, help="a snapshot to load instead of a synthetic heap")
     parser.add_argument(
         "--private",
         action="store_true",
@@ -198,7 +172,7 @@ def main() -> None:
 
 
 def run(args: argparse.Namespace) -> None:
-    graph = synth_graph(args.objects, args.references, seed=0)
+    graph = formats.read_graph(args.file) if args.file else synth_graph(args.objects, args.references, seed=0)
     result = analysis.analyze(graph)
     data = store.LoadInput.from_analysis(graph, result)
     rows = graph.node_count + graph.edge_count
@@ -210,23 +184,9 @@ def run(args: argparse.Namespace) -> None:
     with db.connect() as database, tempfile.TemporaryDirectory(prefix="heapdb-bench-") as tmp:
         store.ensure_schema(database)
         for name in args.only:
-            if name == "unwind":
-                tag = f"bench-{int(time.time())}"
-                report = bench_unwind(database, data, tag)
-                store.drop(database, tag)
-                # Only objects and references, as for the others; the group totals come on top.
-                seconds = report.seconds["objects"] + report.seconds["references"]
-                figures.append(
-                    (
-                        name,
-                        seconds,
-                        f"objects (with every property heapdb stores) and references; the group totals took "
-                        f"{report.seconds['groups']:.1f} s more; it answered after {report.ready_seconds:.1f} s",
-                    )
-                )
-            elif name == "unwind-internal-ids":
-                seconds = bench_internal_ids(database, data)
-                figures.append((name, seconds, "objects and references, one writer, ends by deprecated id()"))
+            if name in store.WRITERS:
+                seconds, note = bench_loader(database, data, name)
+                figures.append((name, seconds, note))
             elif name in ("load-csv", "load-csv-concurrent"):
                 seconds = bench_load_csv(database, graph, result, concurrent=name.endswith("concurrent"))
                 figures.append((name, seconds, "objects and references (CSV written beforehand, not counted)"))
@@ -239,10 +199,15 @@ def run(args: argparse.Namespace) -> None:
         shutil.rmtree(Path(tmp) / "admin-home", ignore_errors=True)
 
     print()
-    print("| method | seconds | objects + references per second | note |")
-    print("|---|---:|---:|---|")
+    transactional = [seconds for name, seconds, _ in figures if name != "neo4j-admin"]
+    admin = [seconds for name, seconds, _ in figures if name == "neo4j-admin"]
+    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end")
+    print("| method | seconds | objects + references per second | of the best transactional | of neo4j-admin | note |")
+    print("|---|---:|---:|---:|---:|---|")
     for name, seconds, note in figures:
-        print(f"| {name} | {seconds:.1f} | {rows / seconds:,.0f} | {note} |")
+        best = f"{min(transactional) / seconds:.2f}x" if transactional and name != "neo4j-admin" else ""
+        of_admin = f"{admin[0] / seconds:.2f}x" if admin else ""
+        print(f"| {name} | {seconds:.1f} | {rows / seconds:,.0f} | {best} | {of_admin} | {note} |")
 
 
 if __name__ == "__main__":

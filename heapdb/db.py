@@ -106,7 +106,7 @@ def connect(
     answer 503 while Neo4j is away rather than hang.
 
     ``tidy`` runs the store's housekeeping first (one cheap read, see
-    :func:`heapdb.loader.store.lifecycle.tidy`): loads whose process died are hidden and the records
+    :func:`heapdb.loader.store.lifecycle.tidy`): loads whose process died are marked failed and the records
     of dropped snapshots are freed in the background, saying so in one line when there is any.
     """
     conn = config.connection()

@@ -4,6 +4,8 @@ Neo4j Community 5.26 (LTS) is published on Maven Central. ``install`` asks Maven
 ``org.neo4j:neo4j`` aggregate, the server (``org.neo4j.app:neo4j-server``) and the Browser into the
 user's ``~/.m2`` cache and records the resulting classpath; nothing is copied. ``start`` runs
 ``org.neo4j.server.CommunityEntryPoint`` on the machine's Java 17 with a config heapdb writes.
+``install`` also builds heapdb's own plugin (the bulk-write procedures of loader/store/plugin) with
+Maven, once per version, into ``$XDG_CACHE_HOME/heapdb/neo4j-plugin``, and copies it to ``plugins/``.
 
 Layout under ``$XDG_DATA_HOME/heapdb/neo4j``::
 
@@ -11,6 +13,7 @@ Layout under ``$XDG_DATA_HOME/heapdb/neo4j``::
     instance/conf/neo4j.conf                written at every start from the settings
     instance/run/started.conf               the neo4j.conf the running server started with
     instance/data/databases, transactions   the store files and the transaction logs
+    instance/plugins/heapdb-neo4j-plugin.jar   heapdb's plugin, loaded at start
     instance/logs, import, run/neo4j.pid
 
 Why this module is long: it is the whole life of one server (fetch, configure, start, stop, report),
@@ -20,12 +23,14 @@ and every step reads the same paths and settings; split, the parts would only im
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
 import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -115,6 +120,10 @@ class Paths:
     @property
     def import_dir(self) -> Path:
         return self.instance / "import"
+
+    @property
+    def plugins(self) -> Path:
+        return self.instance / "plugins"
 
     @property
     def pid_file(self) -> Path:
@@ -223,12 +232,82 @@ def install(settings: config.ManagedSettings | None = None, say: Say = _quiet) -
     p = paths()
     settings = settings or config.managed_settings()
     config.save_managed_settings(settings)
-    for d in (p.conf_dir, p.data, p.logs, p.import_dir, p.pid_file.parent):
+    for d in (p.conf_dir, p.data, p.logs, p.import_dir, p.plugins, p.pid_file.parent):
         d.mkdir(parents=True, exist_ok=True)
     write_conf(settings)
+    install_plugin(say)
     if not (p.data / "dbms").exists():
         _set_initial_password(settings.password)
     return settings
+
+
+# --- plugin ------------------------------------------------------------------------------------
+
+PLUGIN_JAR = "heapdb-neo4j-plugin.jar"  # the pom's finalName
+
+
+def plugin_source() -> Path:
+    """The plugin's Maven project; it ships beside the loader that calls it (heapdb.loader.store.bulk)."""
+    from heapdb.loader.store import bulk
+
+    return bulk.PLUGIN_SOURCE
+
+
+def _plugin_digest(source: Path) -> str:
+    """Names one build: the plugin's source files and the Neo4j it is compiled against."""
+    digest = hashlib.sha256(NEO4J_VERSION.encode())
+    for path in sorted(p for p in source.rglob("*") if p.is_file() and "target" not in p.parts):
+        digest.update(str(path.relative_to(source)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def build_plugin(say: Say = _quiet) -> Path:
+    """Build heapdb's Neo4j plugin with Maven, once per source and Neo4j version (kept in the cache
+    directory, so every instance on the machine shares the build); the jar's path."""
+    source = plugin_source()
+    built = config.cache_dir() / "neo4j-plugin" / _plugin_digest(source) / PLUGIN_JAR
+    if built.exists():
+        return built
+    say("Building heapdb's Neo4j plugin with Maven (once per version; the first build fetches Maven's plugins)...")
+    built.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=built.parent) as work:
+        project = Path(work) / "plugin"
+        shutil.copytree(source, project, ignore=shutil.ignore_patterns("target"))
+        result = subprocess.run(
+            [_mvn(), "-B", "-q", "package", f"-Dneo4j.version={NEO4J_VERSION}"],
+            cwd=project,
+            capture_output=True,
+            text=True,
+        )
+        jar = project / "target" / PLUGIN_JAR
+        if result.returncode != 0 or not jar.exists():
+            tail = (result.stdout + result.stderr).strip().splitlines()[-5:]
+            raise Neo4jServerError(
+                f"could not build heapdb's Neo4j plugin (mvn exit {result.returncode}): "
+                + " | ".join(line.strip() for line in tail)
+            )
+        os.replace(jar, built)  # atomic: a concurrent build finds the whole jar or none
+    return built
+
+
+def install_plugin(say: Say = _quiet) -> bool:
+    """Put heapdb's plugin into the managed instance's plugins folder (it loads at the next start).
+
+    The plugin only makes loads faster, so a failed build is said in one line, not raised: loads
+    then write through Cypher. True when the plugin is in place.
+    """
+    try:
+        built = build_plugin(say)
+    except (Neo4jServerError, OSError) as e:
+        say(f"{e}; loads will write through Cypher, several times slower")
+        return False
+    target = paths().plugins / PLUGIN_JAR
+    if not target.exists() or target.read_bytes() != built.read_bytes():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staged = target.with_suffix(".partial")
+        shutil.copyfile(built, staged)
+        os.replace(staged, target)  # a new file, never one a running Neo4j has open rewritten in place
+    return True
 
 
 def _neo4j_env() -> dict[str, str]:
@@ -283,6 +362,7 @@ def conf_text(settings: config.ManagedSettings) -> str:
         f"server.directories.data={p.data}",
         f"server.directories.logs={p.logs}",
         f"server.directories.import={p.import_dir}",
+        f"server.directories.plugins={p.plugins}",
         f"server.directories.run={p.pid_file.parent}",
     ]
     return "\n".join(lines) + "\n"
@@ -337,7 +417,7 @@ def _bolt_answers(port: int) -> bool:
 
 
 def log_tail(lines: int = 15) -> str:
-    """The last lines of Neo4j's logs, for error messages."""
+    """The last lines of Neo4j's logs, for error messages (with debug.log's last recovery lines, if any)."""
     out = []
     for name in ("neo4j.log", "console.log"):
         path = paths().logs / name
@@ -345,23 +425,126 @@ def log_tail(lines: int = 15) -> str:
             text = path.read_text(errors="replace").strip().splitlines()[-lines:]
             if text:
                 out.append(f"--- {path} ---\n" + "\n".join(text))
+    watch = RecoveryWatch(paths().logs / "debug.log", from_last_start=True)
+    watch.poll()
+    if watch.lines:
+        out.append(f"--- {watch.path} (recovery) ---\n" + "\n".join(watch.lines[-5:]))
     return "\n".join(out) or "(no log written)"
+
+
+# What Neo4j 5.26 writes to debug.log when a database must replay its transaction logs after an
+# unclean shutdown (a kill -9, a crash, a machine gone), per database ("[neo4j/6266ece0]"):
+#   [o.n.k.d.Database] [neo4j/6266ece0] Recovery required from position LogPosition{...}
+#   [o.n.k.r.Recovery] [neo4j/6266ece0]  10% completed      ... up to 100% completed
+#   [o.n.k.d.Database] [neo4j/6266ece0] Recovery in 'full' mode completed. ... Time spent: 15s 98ms.
+# and, at every start of the server, "======== Neo4j 5.26.30 ========".
+_SERVER_STARTS = "======== Neo4j "
+_RECOVERY_REQUIRED = re.compile(r"\[(?P<db>[^/\]]+)/\w+\] Recovery required from position")
+_RECOVERY_PERCENT = re.compile(r"\[o\.n\.k\.r\.Recovery\] \[(?P<db>[^/\]]+)/\w+\]\s+(?P<percent>\d+)% completed")
+_RECOVERY_DONE = re.compile(r"\[(?P<db>[^/\]]+)/\w+\] Recovery (?:in '\w+' mode )?completed")
+
+
+class RecoveryWatch:
+    """Follows Neo4j's debug.log for recovery after an unclean shutdown: which database, how far.
+
+    Reads only what was appended since the last :meth:`poll` (from the file's end at creation, or
+    with ``from_last_start`` from the server's last start marker), and starts over when Neo4j
+    rotates the file.
+    """
+
+    def __init__(self, path: Path, *, from_last_start: bool = False) -> None:
+        self.path = path
+        self.progress: dict[str, int] = {}  # database -> percent, for recoveries not yet completed
+        self.completed: list[str] = []
+        self.lines: list[str] = []  # the recovery lines seen, as written
+        self._partial = ""
+        try:
+            size = path.stat().st_size
+        except OSError:
+            size = 0
+        self._offset = size
+        if from_last_start and size:
+            begin = max(0, size - (32 << 20))  # a rotated debug.log is at most 20 MiB by default
+            with open(path, "rb") as f:
+                f.seek(begin)
+                marker = f.read().rfind(_SERVER_STARTS.encode())
+            if marker >= 0:
+                self._offset = begin + marker
+
+    @property
+    def recovering(self) -> bool:
+        """Whether a recovery has begun and not completed."""
+        return bool(self.progress)
+
+    def describe(self) -> str:
+        return ", ".join(f"database {db!r} at {percent}%" for db, percent in sorted(self.progress.items()))
+
+    def poll(self, say: Callable[[str], None] = lambda _m: None) -> bool:
+        """Read what Neo4j appended; say each step of a recovery. True when a recovery advanced."""
+        try:
+            size = self.path.stat().st_size
+            if size < self._offset:  # rotated: the new file holds what followed
+                self._offset, self._partial = 0, ""
+            with open(self.path, "rb") as f:
+                f.seek(self._offset)
+                data = f.read()
+        except OSError:
+            return False
+        self._offset += len(data)
+        text = self._partial + data.decode("utf-8", "replace")
+        *complete, self._partial = text.split("\n")
+        advanced = False
+        for line in complete:
+            if _SERVER_STARTS in line:
+                self.progress.clear()
+            elif m := _RECOVERY_REQUIRED.search(line):
+                self.progress[m["db"]] = 0
+                say(f"Neo4j is recovering database {m['db']!r} after an unclean shutdown (a kill or a crash)...")
+            elif m := _RECOVERY_PERCENT.search(line):
+                self.progress[m["db"]] = int(m["percent"])
+                say(f"Neo4j recovery of database {m['db']!r}: {m['percent']}%")
+            elif m := _RECOVERY_DONE.search(line):
+                self.progress.pop(m["db"], None)
+                self.completed.append(m["db"])
+                spent = line.split("Time spent: ")[-1].rstrip(". ") if "Time spent: " in line else ""
+                say(f"Neo4j recovered database {m['db']!r}" + (f" in {spent}" if spent else ""))
+            else:
+                continue
+            self.lines.append(line)
+            advanced = True
+        return advanced
+
+
+def _still_recovering(watch: RecoveryWatch, pid: int | None, timeout: float) -> Neo4jServerError:
+    return Neo4jServerError(
+        f"Neo4j (pid {pid}) is still recovering after an unclean shutdown ({watch.describe()}), with no progress "
+        f"in the last {timeout:.0f} s. It keeps running: stopping it now would only make the next start "
+        f"recover again. Wait for it with `heapdb neo4j start --timeout SECONDS` (a larger timeout), and "
+        f"watch {watch.path}"
+    )
 
 
 def start(timeout: float = 180, say: Say = _quiet) -> bool:
     """Start the managed Neo4j in the background and wait until Bolt answers.
 
     Returns False when it was already running (starting twice is harmless), True when started.
-    Installs first if needed.
+    Installs first if needed. After an unclean shutdown Neo4j recovers before it answers: its
+    progress is said as Neo4j logs it (:class:`RecoveryWatch`), ``timeout`` counts from the last
+    step, and a server still recovering when it runs out is left running, never stopped.
     """
     settings = config.managed_settings()
     if not is_installed() or not settings.password:
         settings = install(settings, say=say)
     if running_pid() is not None:
-        if _wait_for_bolt(settings, timeout):
+        # Perhaps still recovering from an earlier start that gave up waiting: follow it from there.
+        watch = RecoveryWatch(paths().logs / "debug.log", from_last_start=True)
+        if _wait_for_bolt(settings, timeout, watch, say):
             return False
+        if watch.recovering and running_pid() is not None:
+            raise _still_recovering(watch, running_pid(), timeout)
         raise Neo4jServerError(
-            f"Neo4j runs (pid {running_pid()}) but Bolt does not answer on port {settings.bolt_port}\n{log_tail()}"
+            f"Neo4j runs (pid {running_pid()}) but Bolt does not answer on port {settings.bolt_port} within "
+            f"{timeout:.0f} s (wait longer with `heapdb neo4j start --timeout SECONDS`)\n{log_tail()}"
         )
     for label, port in (("Bolt", settings.bolt_port), ("HTTP", settings.http_port)):
         if not _port_free(port):
@@ -393,6 +576,7 @@ def start(timeout: float = 180, say: Say = _quiet) -> bool:
         f"Starting Neo4j {NEO4J_VERSION} on bolt://127.0.0.1:{settings.bolt_port} (heap {settings.heap}, page cache {settings.pagecache})..."
     )
     started = time.monotonic()
+    watch = RecoveryWatch(p.logs / "debug.log")  # from here on: what this start writes
     with open(p.logs / "console.log", "ab") as console:
         process = subprocess.Popen(
             command,
@@ -404,19 +588,28 @@ def start(timeout: float = 180, say: Say = _quiet) -> bool:
             start_new_session=True,  # survives the heapdb process, ignores its Ctrl-C
         )
     p.pid_file.write_text(f"{process.pid}\n")
+    # The timeout counts from the start, or from the last step of a recovery: while recovery
+    # advances, start waits for it, however long it takes.
     deadline = started + timeout
-    while time.monotonic() < deadline:
+    while True:
         if process.poll() is not None:
             p.pid_file.unlink(missing_ok=True)
             raise Neo4jServerError(f"Neo4j exited with code {process.returncode} while starting\n{log_tail()}")
         if _bolt_answers(settings.bolt_port) and _driver_ready(settings):
             say(f"Neo4j is up after {time.monotonic() - started:.1f} s.")
             return True
+        if watch.poll(say):
+            deadline = max(deadline, time.monotonic() + timeout)
+        if time.monotonic() >= deadline:
+            break
         time.sleep(0.5)
+    if watch.recovering:  # never stop a recovering server: the next start would recover again
+        raise _still_recovering(watch, process.pid, timeout)
     _terminate(process.pid, 30)
     p.pid_file.unlink(missing_ok=True)
     raise Neo4jServerError(
-        f"Neo4j did not answer on Bolt port {settings.bolt_port} within {timeout:.0f} s\n{log_tail()}"
+        f"Neo4j did not answer on Bolt port {settings.bolt_port} within {timeout:.0f} s, and stopped; give it "
+        f"longer with `heapdb neo4j start --timeout SECONDS`\n{log_tail()}"
     )
 
 
@@ -436,15 +629,24 @@ def _driver_ready(settings: config.ManagedSettings) -> bool:
         return False
 
 
-def _wait_for_bolt(settings: config.ManagedSettings, timeout: float) -> bool:
+def _wait_for_bolt(
+    settings: config.ManagedSettings,
+    timeout: float,
+    watch: RecoveryWatch | None = None,
+    say: Callable[[str], None] = _quiet,
+) -> bool:
+    """Wait for a running Neo4j to answer; the timeout counts from the last step of a recovery."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    while True:
         if _bolt_answers(settings.bolt_port) and _driver_ready(settings):
             return True
         if running_pid() is None:
             return False
+        if watch is not None and watch.poll(say):
+            deadline = max(deadline, time.monotonic() + timeout)
+        if time.monotonic() >= deadline:
+            return False
         time.sleep(0.5)
-    return False
 
 
 def _terminate(pid: int, timeout: float) -> None:
@@ -510,6 +712,7 @@ def status() -> dict[str, object]:
     info: dict[str, object] = {
         "installed": is_installed(),
         "neo4j_version": NEO4J_VERSION,
+        "plugin": (p.plugins / PLUGIN_JAR).exists(),
         "browser_version": BROWSER_VERSION,
         "running": pid is not None,
         "pid": pid,

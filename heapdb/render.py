@@ -3,7 +3,10 @@
 The graph answers (why-alive paths, dominator chains, dominated subtrees) become a :class:`Figure`,
 a small list of nodes and edges, which :func:`dot` writes out. Labels carry the object's type, name,
 id and sizes in human units; the root is drawn as a grey house, the object asked about in red.
-Names come straight from the heap (any text at all), so every label is escaped for DOT.
+Names come straight from the heap (any text at all), so every label is escaped for DOT, control
+characters are shown as escapes, and every name or type in a text or a label is cut (an ellipsis marks
+the cut): names to :data:`NAME_WIDTH` characters, types and reference names to
+:data:`~heapdb.units.NAME_LIMIT`. The full values stay in the database.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field
 
+from heapdb import units
 from heapdb.loader.graph import ROOT_NAME
 from heapdb.queries.results import (
     Diff,
@@ -28,7 +32,7 @@ from heapdb.queries.results import (
     TypeRow,
     WhyAlive,
 )
-from heapdb.units import human_bytes, shorten
+from heapdb.units import NAME_LIMIT, human_bytes
 
 NAME_WIDTH = 40  # characters of an object's name shown in a label or a line
 
@@ -37,8 +41,8 @@ NAME_WIDTH = 40  # characters of an object's name shown in a label or a line
 
 
 def short_name(name: str, width: int = NAME_WIDTH) -> str:
-    """A name on one line, cut to ``width`` characters; control characters shown as escapes."""
-    return shorten("".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in name), width)
+    """A name on one line, cut to ``width`` characters (default: an object's name in a label)."""
+    return units.short_name(name, width)
 
 
 def why_command(ref: ObjectRef) -> str:
@@ -49,14 +53,15 @@ def why_command(ref: ObjectRef) -> str:
 def describe(o: ObjectInfo) -> str:
     """``Type name (self, retained) @id``, the way every text answer names an object."""
     name = short_name(o.name) or (ROOT_NAME if o.root else "")
-    shown = f"{o.type} {name}" if name and name != o.type else o.type
+    type_ = short_name(o.type, NAME_LIMIT)
+    shown = f"{type_} {name}" if name and name != o.type else type_
     return f"{shown} ({human_bytes(o.self_size)}, retained {human_bytes(o.retained_size)}) @{o.id}"
 
 
 def reference_label(r: Reference) -> str:
     """A reference's name as people read it: element indexes as ``[3]``."""
     if r.kind in ("element", "hidden") and r.name.isdigit():
-        return f"[{r.name}]"
+        return f"[{short_name(r.name, NAME_LIMIT)}]"
     return short_name(r.name, 60)
 
 
@@ -217,11 +222,11 @@ def leaks_text(answer: Leaks) -> str:
         if answer.by == "path" and c.counts:
             counts = " → ".join(f"{n:,}" for n in c.counts)
             lines.append(
-                f"{i:>2}. {_signed(c.objects).strip()} × {c.type} ({counts}): retain {_signed(c.retained_size, True).strip()} (self {_signed(c.self_size, True).strip()})"
+                f"{i:>2}. {_signed(c.objects).strip()} × {short_name(c.type, NAME_LIMIT)} ({counts}): retain {_signed(c.retained_size, True).strip()} (self {_signed(c.self_size, True).strip()})"
             )
         else:
             lines.append(
-                f"{i:>2}. {c.objects:,} × {c.type}: retain {human_bytes(c.retained_size)} (self {human_bytes(c.self_size)})"
+                f"{i:>2}. {c.objects:,} × {short_name(c.type, NAME_LIMIT)}: retain {human_bytes(c.retained_size)} (self {human_bytes(c.self_size)})"
             )
         lines.append(f"    held by: {c.path}")
         lines.append(f"    e.g. ids {', '.join(map(str, c.sample_ids))}; why: {why_command(c.why)}")
@@ -329,10 +334,16 @@ class Figure:
             self.roots.add(o.id)
 
 
+def _type(o: ObjectInfo) -> str:
+    return short_name(o.type, NAME_LIMIT)
+
+
 def figure(answer: WhyAlive | DominatorChain | Retains) -> Figure:
     """The graph to draw for an answer."""
     if isinstance(answer, WhyAlive):
-        fig = Figure(f"why is {answer.target.type} @{answer.target.id} alive? ({answer.tag})", target=answer.target.id)
+        fig = Figure(
+            f"why is {_type(answer.target)} @{answer.target.id} alive? ({answer.tag})", target=answer.target.id
+        )
         fig.add(answer.target)
         seen: set[tuple[int, int, str]] = set()
         for path in answer.paths:
@@ -345,7 +356,9 @@ def figure(answer: WhyAlive | DominatorChain | Retains) -> Figure:
                     fig.edges.append(FigureEdge(a.id, b.id, reference_label(reference), reference.weak))
         return fig
     if isinstance(answer, DominatorChain):
-        fig = Figure(f"dominators of {answer.target.type} @{answer.target.id} ({answer.tag})", target=answer.target.id)
+        fig = Figure(
+            f"dominators of {_type(answer.target)} @{answer.target.id} ({answer.tag})", target=answer.target.id
+        )
         fig.add(answer.target)
         for o in answer.chain:
             fig.add(o)
@@ -353,7 +366,7 @@ def figure(answer: WhyAlive | DominatorChain | Retains) -> Figure:
         return fig
     cut = f", showing {len(answer.objects) - 1} of {answer.target.retained_count - 1:,}" if answer.truncated else ""
     fig = Figure(
-        f"what {answer.target.type} @{answer.target.id} keeps alive ({answer.tag}{cut})", target=answer.target.id
+        f"what {_type(answer.target)} @{answer.target.id} keeps alive ({answer.tag}{cut})", target=answer.target.id
     )
     for o in answer.objects:
         fig.add(o)

@@ -1,4 +1,4 @@
-"""Numbers for people: sizes in human units."""
+"""Numbers and names for people: sizes in human units, names cut and escaped for one line."""
 
 from __future__ import annotations
 
@@ -13,10 +13,17 @@ def human_bytes(n: int | float) -> str:
     raise AssertionError("unreachable")
 
 
-# V8 string objects carry their whole contents as their name; nobody wants megabytes in a table.
+# V8 string objects carry their whole contents as their name; nobody wants megabytes in a table, a
+# path hop or a dot/SVG label. The full value stays where it is stored.
 NAME_LIMIT = 200
+ELLIPSIS = "…"  # marks where a text was cut
 
 
 def shorten(text: str, limit: int = NAME_LIMIT) -> str:
     """``text`` cut to ``limit`` characters, an ellipsis marking the cut."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + ELLIPSIS
+
+
+def short_name(name: str, width: int = NAME_LIMIT) -> str:
+    """A name on one line, cut to ``width`` characters; control characters shown as escapes."""
+    return shorten("".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in name), width)

@@ -44,6 +44,10 @@ class EdgeKind(IntEnum):
 
 NUMERIC_NAME_KINDS = frozenset({EdgeKind.ELEMENT, EdgeKind.HIDDEN})
 
+# The most bytes a graph's self sizes may add up to (2^62): every retained size is such a sum, and
+# stays exact in int64 (and in Neo4j's integers).
+MAX_TOTAL_SIZE = 1 << 62
+
 # The synthetic root layout (see the module docstring). V8 names its own bookkeeping nodes' kind
 # "synthetic" too, so one test (``kind == SYNTHETIC_KIND``) finds them in every format. The stored
 # Cypher queries repeat this value; a test ties them to it.
@@ -171,6 +175,10 @@ class HeapGraph:
                 raise ValueError(f"a node's {label} is not a string index")
         if n and self.kind.max() >= len(self.node_kinds):
             raise ValueError("a node's kind is not an index into node_kinds")
+        # Every retained size is a sum of self sizes: the total must fit int64 (summed as floats,
+        # which cannot overflow, with a margin for their rounding).
+        if n and (self.self_size.min() < 0 or float(self.self_size.sum(dtype=np.float64)) >= MAX_TOTAL_SIZE):
+            raise ValueError(f"self sizes must be non-negative and add up to less than {MAX_TOTAL_SIZE} bytes")
         numeric = [int(k) for k in NUMERIC_NAME_KINDS]
         for lo, hi in _slices(m):
             named = ~np.isin(self.edge_kind[lo:hi], numeric)

@@ -25,6 +25,8 @@ graph. Its rules, which this module follows to the letter:
   ======================  ========================================================
 
 - weak keys and values come from the table's metatable's string key ``__mode``;
+- labels made of heap text (string keys, sources) are cut to
+  :data:`~heapdb.units.NAME_LIMIT` characters, lone surrogates escaped;
 - each new object adds its size and a count to its path; a path's total is its own plus its
   children's (the flame graph's width). The tree is a :class:`~heapdb.loader.pathtree.PathNode`.
 
@@ -40,7 +42,9 @@ from typing import Any
 
 from heapdb.errors import FormatError
 from heapdb.loader.formats.luau import load_dump
+from heapdb.loader.formats.text import safe_text
 from heapdb.loader.pathtree import PathNode
+from heapdb.units import shorten
 
 __all__ = ["PathNode", "heapgraph", "heapgraph_files"]
 
@@ -53,26 +57,38 @@ def heapgraph(
     old = baseline["objects"] if baseline is not None else None
     root = PathNode("")
 
-    def obj(address: str) -> dict[str, Any]:
-        found = heap.get(address)
-        if found is None:
+    # The dump is checked as it is walked: every malformed part is a FormatError naming the object.
+    def obj(address: Any) -> dict[str, Any]:
+        found = heap.get(address) if isinstance(address, str) else None
+        if not isinstance(found, dict):
             raise FormatError(
-                path, f"a reference to {address}, which is not an object of the dump", record=f"object {address}"
+                path,
+                f"a reference to {address!r}, which is not an object of the dump",
+                record=f"object {address!r}"[:200],
             )
         return found
+
+    def addresses(o: dict[str, Any], field: str, address: str) -> list[Any]:
+        value = o.get(field)
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise FormatError(path, f"'{field}' must be a list of addresses", record=f"object {address}")
+        return value
 
     def string_at(address: Any) -> str | None:
         if not address:
             return None
         o = obj(address)
-        return o.get("data") if o.get("type") == "string" else None
+        # Bounded (a label is made of it) and encodable.
+        return shorten(safe_text(str(o.get("data", "")))) if o.get("type") == "string" else None
 
-    def mode_of(table: dict[str, Any]) -> str:
+    def mode_of(table: dict[str, Any], address: str) -> str:
         meta = table.get("metatable")
         if not meta:
             return ""
-        pairs = obj(meta).get("pairs", [])
-        for i in range(0, len(pairs), 2):
+        pairs = addresses(obj(meta), "pairs", meta)
+        for i in range(0, len(pairs) - 1, 2):
             if string_at(pairs[i]) == "__mode":
                 return string_at(pairs[i + 1]) or ""
         return ""
@@ -81,19 +97,22 @@ def heapgraph(
     visited: set[str] = set()
     while queue:
         address, node = queue.popleft()
+        o = obj(address)
         if address in visited:
             continue
         visited.add(address)
-        o = obj(address)
         if old is None or address not in old:
+            size = o.get("size", 0)
+            if type(size) is not int or not -(1 << 63) <= size < 1 << 63:
+                raise FormatError(path, f"'size' {size!r} is not a 64-bit integer"[:200], record=f"object {address}")
             node.count += 1
-            node.size += int(o.get("size", 0))
+            node.size += size
         kind = o.get("type")
         follow: list[tuple[Any, PathNode]] = []
         if kind == "table":
-            mode = mode_of(o)
+            mode = mode_of(o, address)
             weak_keys, weak_values = "k" in mode, "v" in mode
-            pairs = o.get("pairs", [])
+            pairs = addresses(o, "pairs", address)
             for i in range(0, len(pairs) - 1, 2):
                 key, value = pairs[i], pairs[i + 1]
                 key_text = string_at(key)
@@ -106,25 +125,25 @@ def heapgraph(
                         follow.append((key, node))
                     if value and not weak_values:
                         follow.append((value, node))
-            follow += [(a, node) for a in o.get("array", [])]
+            follow += [(a, node) for a in addresses(o, "array", address)]
             if o.get("metatable"):
                 follow.append((o["metatable"], node.child("__meta")))
         elif kind == "function":
             follow.append((o.get("env"), node.child("__env")))
             proto = o.get("proto")
-            source = obj(proto).get("source", "") if proto else ""
+            source = shorten(safe_text(str(obj(proto).get("source", "")))) if proto else ""
             if proto:
                 follow.append((proto, node.child("__proto")))
-            follow += [(a, node.child(source)) for a in o.get("upvalues", [])]
+            follow += [(a, node.child(source)) for a in addresses(o, "upvalues", address)]
         elif kind == "userdata":
             if o.get("metatable"):
                 follow.append((o["metatable"], node.child("__meta")))
         elif kind == "thread":
             follow.append((o.get("env"), node.child("__env")))
-            follow += [(a, node.child("__stack")) for a in o.get("stack", [])]
+            follow += [(a, node.child("__stack")) for a in addresses(o, "stack", address)]
         elif kind == "proto":
-            follow += [(a, node) for a in o.get("constants", [])]
-            follow += [(a, node) for a in o.get("protos", [])]
+            follow += [(a, node) for a in addresses(o, "constants", address)]
+            follow += [(a, node) for a in addresses(o, "protos", address)]
         elif kind == "upvalue" and o.get("object"):
             follow.append((o["object"], node))
         queue.extend((a, n) for a, n in follow if a)

@@ -24,6 +24,11 @@ reference is left out: a context variable and a property of the same name read t
   in different snapshots get equal signatures.
 
 Unreachable objects get signature 0. Signatures are 63-bit, so they fit Neo4j's integers.
+
+Path texts are bounded: each hop's name and type are cut to
+:data:`~heapdb.units.NAME_LIMIT` characters and a whole path (:func:`describe_path`,
+and the hops :func:`path_hops` returns) to :data:`~heapdb.loader.formats.text.MAX_PATH_CHARS`, the
+middle hops giving way to one ``…`` hop. Signatures hash the full texts.
 """
 
 from __future__ import annotations
@@ -35,7 +40,9 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from heapdb.loader.formats.text import MAX_PATH_CHARS
 from heapdb.loader.graph import NUMERIC_NAME_KINDS, ROOT_NAME, HeapGraph
+from heapdb.units import ELLIPSIS, shorten
 
 _VOLATILE = re.compile(r"^(-?\d+(\.\d+)?|0x[0-9a-fA-F]+|[0-9a-fA-F]{8,})$")
 _DIGITS = re.compile(r"\d+")
@@ -197,17 +204,39 @@ def path_hops(graph: HeapGraph, paths: FirstPaths, node: int, synthetic: np.ndar
             v = source  # a root group within a root group: folded, as in the signature
             continue
         if synthetic[v]:
-            hop = graph.node_name(v) or "(synthetic)"
+            hop = shorten(graph.node_name(v) or "(synthetic)")
         else:
-            label = "[]" if kind in numeric else normalize_name(graph.strings[int(graph.edge_name[e])])
-            hop = f"{label} → {graph.type_name(v)}"
+            label = "[]" if kind in numeric else normalize_name(shorten(graph.strings[int(graph.edge_name[e])]))
+            hop = f"{shorten(label)} → {shorten(graph.type_name(v))}"
         if not hops or hops[-1] != hop:
             hops.append(hop)
         v = source
     if v != graph.root:
         return []
     root = (graph.node_name(graph.root) or ROOT_NAME) if synthetic[graph.root] else graph.type_name(graph.root)
-    return [root, *reversed(hops)]
+    return _bounded_path([shorten(root), *reversed(hops)])
+
+
+_SEPARATOR = " / "
+
+
+def _bounded_path(hops: list[str]) -> list[str]:
+    """``hops`` whose text joined by `` / `` fits MAX_PATH_CHARS: the middle ones become one ``…`` hop.
+
+    The first hop (the root) and as many of the last hops (nearest the object) as fit are kept.
+    """
+    if sum(map(len, hops)) + len(_SEPARATOR) * (len(hops) - 1) <= MAX_PATH_CHARS:
+        return hops
+    # Each hop is at most 2 * NAME_LIMIT + 3 characters, so the root, the marker and one last hop fit.
+    budget = MAX_PATH_CHARS - len(hops[0]) - 2 * len(_SEPARATOR) - len(ELLIPSIS)
+    tail: list[str] = []
+    for hop in reversed(hops[1:]):
+        cost = len(hop) + (len(_SEPARATOR) if tail else 0)
+        if cost > budget:
+            break
+        budget -= cost
+        tail.append(hop)
+    return [hops[0], ELLIPSIS, *reversed(tail)]
 
 
 def describe_path(graph: HeapGraph, paths: FirstPaths, node: int) -> str:

@@ -3,7 +3,8 @@
 The one tree both path attributions build and both renderers draw: Luau's ``heapgraph.py`` rules
 (:mod:`heapdb.loader.luau_heapgraph`) fill one as they walk a dump, :func:`build_tree` makes one from
 ``(path, bytes, objects)`` rows (a diff's growth by retainer path), and :mod:`heapdb.flamegraph`
-draws either. Trees can be thousands of labels deep, so nothing here recurses.
+draws either. Trees can be thousands of labels deep, so nothing here recurses. Whoever makes labels
+from heap text bounds them (:data:`~heapdb.units.NAME_LIMIT`).
 """
 
 from __future__ import annotations

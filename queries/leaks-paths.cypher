@@ -11,7 +11,7 @@
 // objects in target than in baseline, and at least as many in final as in target: what the action
 // added was not given back. Ranked by the growth of the group's retained size from baseline to
 // final (then of its object count); the sample objects are the group's members in final with the
-// largest retained size (an index seek on (sid, path_sig)).
+// largest retained size, which the group names (`samples`, written at load).
 MATCH (b:Snapshot {tag: $baseline, status: 'ready'}), (t:Snapshot {tag: $target, status: 'ready'}), (f:Snapshot {tag: $final, status: 'ready'})
 MATCH (gt:PathGroup {sid: t.sid}) WHERE gt.sig IS NOT NULL
 OPTIONAL MATCH (gb:PathGroup {sid: b.sid, sig: gt.sig})
@@ -22,11 +22,7 @@ WITH f, gf, objects_baseline, gt.objects AS objects_target,
      gf.objects - objects_baseline AS objects, gf.self_size - self_baseline AS self_size, gf.retained_size - retained_baseline AS retained_size
 ORDER BY retained_size DESC, objects DESC, gf.sig
 LIMIT $limit
-CALL (f, gf) {
-  MATCH (o:Object {sid: f.sid, path_sig: gf.sig})
-  WITH o ORDER BY o.retained_size DESC, o.id LIMIT $samples
-  RETURN collect(o.id) AS sample_ids, collect(o.type)[0] AS type
-}
-RETURN gf.sig AS sig, gf.path AS path, gf.hops AS hops, type, objects, self_size, retained_size,
-       [objects_baseline, objects_target, gf.objects] AS counts, sample_ids
+MATCH (largest:Object {sid: f.sid, id: gf.samples[0]})
+RETURN gf.sig AS sig, gf.path AS path, gf.hops AS hops, largest.type AS type, objects, self_size, retained_size,
+       [objects_baseline, objects_target, gf.objects] AS counts, gf.samples[..$samples] AS sample_ids
 ORDER BY retained_size DESC, objects DESC, sig

@@ -64,3 +64,5 @@ fi
 # 4. Neo4j's jars from Maven Central into ~/.m2 (the managed instance is set up by `heapdb neo4j install`).
 log "resolving Neo4j from Maven Central (cached in ~/.m2)"
 .venv/bin/python -m heapdb.neo4j_server resolve
+log "building heapdb's Neo4j plugin (cached in ~/.cache/heapdb)"
+.venv/bin/heapdb neo4j plugin >/dev/null

@@ -8,7 +8,13 @@ and for queries Neo4j rejects or stops at the timeout, 409 for a snapshot stored
 Every answer comes from :class:`heapdb.queries.questions.Questions`, the functions the CLI calls,
 with the parameters declared once in :mod:`heapdb.queries.params`; the URLs are stable
 (:mod:`heapdb.service.links`), so ``/api/snapshots/build123/objects/4711/why?format=svg`` works as
-a link in a bug report.
+a link in a bug report. A tag is one percent-encoded path segment whatever it holds (``/`` too):
+routes are matched on the path as sent, and the segment decoded afterwards (:class:`Segment`).
+
+Every request is bounded before any parameter is parsed (:func:`request_problem`): the length of the
+URL, the number of parameters, the length of each value and how deeply brackets nest in it; a
+request over a bound gets a 422 naming it. Anything unexpected still gets a JSON 500, on a
+connection that stays open.
 """
 
 from __future__ import annotations
@@ -18,13 +24,17 @@ import secrets
 import threading
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Literal
+from urllib.parse import quote_from_bytes, unquote, unquote_to_bytes
 
 import neo4j.exceptions
 from fastapi import FastAPI, Query, Request, Response
+from fastapi import Path as FastAPIPath
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from heapdb import __version__, db, render
 from heapdb.errors import HeapdbError, NotFound, ParameterError
@@ -53,6 +63,84 @@ class DatabaseHandle:
                 self._database = self._connect()
             return self._database
 
+
+# Bounds on every request, checked before anything parses it (see request_problem).
+MAX_URL_CHARS = 16_384  # path and query string, as sent (percent-encoded)
+MAX_PARAMETERS = 256  # key=value pairs in the query string
+MAX_VALUE_CHARS = 4_096  # one value, decoded (a type name, a text, a JSON list)
+MAX_NESTING = 16  # brackets ([ and {) open at once in a value: lists of lists are never needed
+
+
+def nesting(text: str) -> int:
+    """How deeply ``[`` and ``{`` nest in a text (counted as written; unbalanced closers ignored)."""
+    depth = deepest = 0
+    for c in text:
+        if c in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c in "]}" and depth:
+            depth -= 1
+    return deepest
+
+
+def request_problem(request: Request) -> str | None:
+    """What makes a request too big to answer, or None: checked on the raw request, before any parsing."""
+    raw_path = request.scope.get("raw_path") or request.url.path.encode()
+    query = request.scope.get("query_string") or b""
+    if len(raw_path) + len(query) > MAX_URL_CHARS:
+        return f"the URL is longer than {MAX_URL_CHARS:,} characters"
+    try:
+        unquote_to_bytes(raw_path).decode("utf-8")
+    except UnicodeDecodeError:
+        return "the path is not UTF-8 once percent-decoded"
+    items = request.query_params.multi_items()
+    if len(items) > MAX_PARAMETERS:
+        return f"more than {MAX_PARAMETERS} query parameters"
+    for key, value in items:
+        if len(key) > 100:
+            return "a parameter name longer than 100 characters"
+        if len(value) > MAX_VALUE_CHARS:
+            return f"parameter {key!r} is longer than {MAX_VALUE_CHARS:,} characters"
+        if nesting(value) > MAX_NESTING:
+            return f"parameter {key!r} nests brackets deeper than {MAX_NESTING}"
+    return None
+
+
+class Segment(Convertor[str]):
+    """One path segment, percent-decoded after routing: a tag holding ``/`` stays one segment."""
+
+    regex = "[^/]+"
+
+    def convert(self, value: str) -> str:
+        return unquote(value, errors="strict")
+
+    def to_string(self, value: str) -> str:
+        return links.encode_segment(value)
+
+
+register_url_convertor(links.SEGMENT_CONVERTER, Segment())
+
+
+class RouteOnRawPath:
+    """Route on the path as the client sent it, before percent-decoding.
+
+    Starlette routes on the decoded path, where ``/api/snapshots/a%2Fb`` becomes ``/api/snapshots/a/b``
+    and matches nothing; on the raw path the tag is one segment, decoded by :class:`Segment`.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope.get("raw_path"):
+            # Keep the client's escapes, encode bytes it sent unescaped (UTF-8 straight in the URL).
+            raw = quote_from_bytes(scope["raw_path"], safe="/%!$&'()*+,;=:@-._~")
+            scope = {**scope, "path": raw}
+        await self.app(scope, receive, send)
+
+
+# Object ids are 64-bit in Neo4j: a wider number is a 422 here, not an overflow in the driver.
+ObjectId = Annotated[int, FastAPIPath(ge=-(2**63), le=2**63 - 1, description="the object's id in the snapshot")]
 
 GRAPH_MEDIA = {"json": "application/json", "dot": "text/vnd.graphviz; charset=utf-8", "svg": "image/svg+xml"}
 GRAPH_RESPONSES: dict[int | str, dict[str, Any]] = {200: {"content": {m: {} for m in GRAPH_MEDIA.values()}}}
@@ -115,6 +203,16 @@ def create_app(
         )
 
     @app.middleware("http")
+    async def bounded(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        problem = request_problem(request)
+        if problem is not None:
+            return JSONResponse({"error": f"bad request: {problem}"}, status_code=422)
+        try:
+            return await call_next(request)
+        except Exception as e:  # a bug: a JSON 500, and the keep-alive connection stays usable
+            return JSONResponse({"error": f"internal error: {type(e).__name__}"}, status_code=500)
+
+    @app.middleware("http")
     async def require_token(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
         path = request.url.path
         if api_token and path.startswith("/api/") and path != "/api/health":
@@ -136,8 +234,20 @@ def create_app(
             "neo4j": [f"{r['name']} {r['versions'][0]} {r['edition']}" for r in rows],
         }
 
-    @app.get("/api/snapshots", summary="The snapshots that can be queried (status ready)")
-    def snapshots() -> list[dict[str, Any]]:
+    @app.get(
+        "/api/snapshots",
+        summary="The snapshots that can be queried (status ready); with all=true also loads in progress, "
+        "failed loads (with their failure) and dropped ones",
+    )
+    def snapshots(
+        include_all: Annotated[
+            bool, Query(alias="all", description="also list loads in progress, failed and dropped")
+        ] = False,
+    ) -> list[dict[str, Any]]:
+        if include_all:
+            from heapdb.loader.store import list_snapshots
+
+            return [s.as_dict() for s in list_snapshots(handle.get(), include_incomplete=True)]
         return [s.as_dict() for s in questions().snapshots()]
 
     @app.get(links.SNAPSHOT, summary="One snapshot")
@@ -145,7 +255,7 @@ def create_app(
         return questions().snapshot(tag).as_dict()
 
     @app.get(links.OBJECT, summary="An object with its incoming and outgoing references")
-    def object_details(tag: str, object_id: int, p: Annotated[params.ObjectDetails, Query()]) -> Any:
+    def object_details(tag: str, object_id: ObjectId, p: Annotated[params.ObjectDetails, Query()]) -> Any:
         return links.to_json(questions().object(tag, object_id, p))
 
     @app.get(links.SNAPSHOT + "/find", summary="Objects of a type whose name contains a text, largest retained first")
@@ -153,7 +263,7 @@ def create_app(
         return links.to_json(questions().find(tag, p))
 
     @app.get(links.WHY, summary="Why is this object alive: retaining paths from the root", responses=GRAPH_RESPONSES)
-    def why(tag: str, object_id: int, p: Annotated[params.Why, Query()], format: GraphFormat = "json") -> Response:
+    def why(tag: str, object_id: ObjectId, p: Annotated[params.Why, Query()], format: GraphFormat = "json") -> Response:
         return _graph_response(questions().why_alive(tag, object_id, p), format)
 
     @app.get(
@@ -161,7 +271,7 @@ def create_app(
         summary="The chain of immediate dominators from the root to this object",
         responses=GRAPH_RESPONSES,
     )
-    def dominators(tag: str, object_id: int, format: GraphFormat = "json") -> Response:
+    def dominators(tag: str, object_id: ObjectId, format: GraphFormat = "json") -> Response:
         return _graph_response(questions().dominators(tag, object_id), format)
 
     @app.get(
@@ -170,7 +280,7 @@ def create_app(
         responses=GRAPH_RESPONSES,
     )
     def retains(
-        tag: str, object_id: int, p: Annotated[params.Retains, Query()], format: GraphFormat = "json"
+        tag: str, object_id: ObjectId, p: Annotated[params.Retains, Query()], format: GraphFormat = "json"
     ) -> Response:
         return _graph_response(questions().retains(tag, object_id, p), format)
 
@@ -183,7 +293,7 @@ def create_app(
         return links.to_json(questions().types(tag, p))
 
     @app.get(
-        "/api/diff/{before}/{after}",
+        links.DIFF,
         summary="What grew between two snapshots, per type or per retainer path, or object by object",
         description="`format=svg` draws a diff by path as a flame graph of the growth (width = bytes).",
         responses={200: {"content": {GRAPH_MEDIA["json"]: {}, GRAPH_MEDIA["svg"]: {}}}},
@@ -246,6 +356,7 @@ def create_app(
         rows = catalog.run(handle.get(), name, stored.bind(values), timeout=query_timeout)
         return {"query": name, "rows": jsonable_encoder(rows)}
 
+    app.add_middleware(RouteOnRawPath)  # outermost: before the other middleware and the routing
     return app
 
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import click
+import pytest
 from click.testing import CliRunner
 
 import heapdb
@@ -67,22 +70,33 @@ def test_unknown_command_is_a_usage_error() -> None:
     assert "No such command" in result.output
 
 
+def test_load_names_the_writers_it_knows(tmp_path: Path) -> None:
+    """A writer that does not exist is a usage error, found before the file is read or Neo4j asked."""
+    from heapdb.loader.store import WRITERS
+
+    snapshot = tmp_path / "never-read.heapsnapshot"
+    snapshot.write_text("{}")
+    result = CliRunner().invoke(main, ["load", str(snapshot), "--tag", "t", "--writer", "fastest"])
+    assert result.exit_code == 2
+    assert f"choose one of {', '.join(WRITERS)}" in result.output
+
+
 def _env() -> dict[str, str]:
     import os
 
     return dict(os.environ)
 
 
-def test_a_closed_pipe_ends_quietly() -> None:
+@pytest.mark.parametrize("args", [("queries",), ("--help",), ("--version",), ("analyze", "--help")])
+def test_a_closed_pipe_ends_quietly(args: tuple[str, ...]) -> None:
     """`heapdb ... | head` when head has stopped reading: no traceback, no "internal error", and the
-    status of a process ended by SIGPIPE, as Unix tools give."""
-    import os
-
+    status of a process ended by SIGPIPE, as Unix tools give (heapdb's own --help and --version
+    included, which click would end with status 1)."""
     read_end, write_end = os.pipe()
     os.close(read_end)  # the reader is gone before heapdb writes a byte
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "heapdb", "queries"],
+            [sys.executable, "-m", "heapdb", *args],
             stdout=write_end,
             stderr=subprocess.PIPE,
             text=True,
@@ -92,3 +106,17 @@ def test_a_closed_pipe_ends_quietly() -> None:
         os.close(write_end)
     assert done.returncode == 141, done.stderr
     assert done.stderr == ""
+
+
+def test_inspect_piped_into_head_ends_quietly(tmp_path: Path) -> None:
+    """The drill itself, through a shell: `heapdb inspect FILE | head -1`."""
+    from tests.test_cli_formats import sample
+
+    path = sample(tmp_path / "s.bin", objects=900)
+    heapdb = Path(sys.executable).parent / "heapdb"
+    script = f"'{heapdb}' inspect --top 1000 '{path}' | head -1; echo \"status=${{PIPESTATUS[0]}}\" >&2"
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.stdout.startswith("file") and done.stdout.count("\n") == 1
+    status = done.stderr.strip().splitlines()[-1]
+    assert status in ("status=0", "status=141"), done.stderr
+    assert done.stderr.strip() == status, done.stderr  # nothing else: no "internal error", no traceback

@@ -9,6 +9,7 @@ from pathlib import Path
 import yaml
 from click.testing import CliRunner
 
+from heapdb import neo4j_server
 from heapdb.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -85,6 +86,25 @@ def test_compose_runs_neo4j_526_and_the_service_with_healthchecks() -> None:
                 "server.memory.pagecache.size",
                 "dbms.usage_report.enabled",
             }, setting
+
+
+def test_compose_gives_neo4j_heapdbs_plugin_built_from_this_checkout() -> None:
+    compose = yaml.safe_load((DOCKER / "compose.yaml").read_text())
+    plugin, neo4j = compose["services"]["plugin"], compose["services"]["neo4j"]
+    assert neo4j["depends_on"]["plugin"]["condition"] == "service_completed_successfully"
+    (shared,) = {v.split(":")[0] for v in plugin["volumes"]}
+    assert f"{shared}:/plugins" in neo4j["volumes"] and f"{shared}:/plugins" in plugin["volumes"]
+    dockerfile = (DOCKER / plugin["build"]["context"] / plugin["build"]["dockerfile"]).resolve()
+    text = dockerfile.read_text()
+    # It copies the plugin's Maven project from this repository and builds the jar the loader expects.
+    (source,) = re.findall(r"^COPY (\S+) \./$", text, re.MULTILINE)
+    assert (ROOT / source).resolve() == neo4j_server.plugin_source()
+    assert "mvn -B -q package" in text and f"/{neo4j_server.PLUGIN_JAR}" in text
+    assert re.search(r"^FROM maven:\S+-17 ", text, re.MULTILINE), "Neo4j 5.26 runs Java 17 classes"
+    # The pom compiles against the Neo4j that heapdb manages unless told otherwise.
+    pom = (neo4j_server.plugin_source() / "pom.xml").read_text()
+    assert f"<neo4j.version>{neo4j_server.NEO4J_VERSION}</neo4j.version>" in pom
+    assert f"<finalName>{neo4j_server.PLUGIN_JAR.removesuffix('.jar')}</finalName>" in pom
 
 
 def test_dockerignore_keeps_local_environments_out() -> None:

@@ -1,4 +1,5 @@
-"""Dropping at once and freeing in the background; dead loads hidden and freed by the next command.
+"""Dropping at once and freeing in the background; failed and dead loads listed as failed, with why,
+and freed by the next command.
 
 Against the session's real Neo4j, with small synthetic heaps (no Node needed).
 """
@@ -8,6 +9,7 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -126,10 +128,17 @@ def test_drop_wait_frees_in_the_foreground(database: Database) -> None:
     assert records(database, sid) == {"objects": 0, "references": 0, "snapshots": 0}
 
 
-def test_a_dead_loaders_snapshots_are_hidden_and_freed_by_the_next_connect(database: Database) -> None:
+def failed_purged(database: Database, sid: int) -> bool:
+    """A failed load's records are freed and its node kept, marked purged."""
+    row = database.read("MATCH (s:Snapshot {sid: $sid}) RETURN s.status AS status, s.purged AS purged", {"sid": sid})
+    return bool(row) and row[0]["status"] == "failed" and row[0]["purged"] is True
+
+
+def test_a_dead_loaders_snapshots_are_failed_and_freed_by_the_next_connect(database: Database) -> None:
     here, elsewhere = socket.gethostname(), "another-host.invalid"
     tags = {name: unique_tag(name) for name in ("killed", "killed-refs", "stale", "alive", "alive-here")}
-    killed = fake_load(database, tags["killed"], pid=dead_pid(), host=here, heartbeat=iso(0))
+    killed_pid = dead_pid()
+    killed = fake_load(database, tags["killed"], pid=killed_pid, host=here, heartbeat=iso(0))
     # Ready, but its loader died while writing the references: it must not stay visible half-done.
     killed_refs = fake_load(database, tags["killed-refs"], pid=dead_pid(), host=here, heartbeat=iso(0))
     database.write(
@@ -145,16 +154,25 @@ def test_a_dead_loaders_snapshots_are_hidden_and_freed_by_the_next_connect(datab
         assert len(said) == 1 and "hid 3 unfinished loads" in said[0] and "background" in said[0]
         for name in ("killed", "killed-refs", "stale"):
             assert repr(tags[name]) in said[0]
-        # Hidden by the time connect() returned; kept: a live loader, here or elsewhere.
+        # Failed by the time connect() returned, each with why; kept: a live loader, here or elsewhere.
         for sid in (killed, killed_refs, stale):
-            assert status_of(database, sid) in ("dropping", None)
+            assert status_of(database, sid) == "failed"
         assert status_of(database, alive) == "loading" and status_of(database, alive_here) == "loading"
         with pytest.raises(NotFound):
             store.get_snapshot(database, tags["killed-refs"])
+        listed = {s.tag: s for s in store.list_snapshots(database, include_incomplete=True)}
+        assert tags["killed"] not in {s.tag for s in store.list_snapshots(database)}  # never queryable
+        killed_failure = listed[tags["killed"]].failure or ""
+        assert killed_failure.startswith(f"loader process {killed_pid} on {here} stopped sending heartbeats at ")
+        assert "gone" in killed_failure
+        stale_failure = listed[tags["stale"]].failure or ""
+        assert stale_failure.startswith(f"loader process 1 on {elsewhere} stopped sending heartbeats at ")
+        assert f"more than {lifecycle.STALE_SECONDS} s" in stale_failure
 
-        wait_until(lambda: all(records(database, sid)["snapshots"] == 0 for sid in (killed, killed_refs, stale)))
+        # The purger frees the records; the failed marker stays, until the tag is loaded again or dropped.
+        wait_until(lambda: all(failed_purged(database, sid) for sid in (killed, killed_refs, stale)))
         for sid in (killed, killed_refs, stale):
-            assert records(database, sid) == {"objects": 0, "references": 0, "snapshots": 0}
+            assert records(database, sid) == {"objects": 0, "references": 0, "snapshots": 1}
         assert records(database, alive)["objects"] == 50
 
         # Nothing left to do: the next connect says nothing.
@@ -163,8 +181,99 @@ def test_a_dead_loaders_snapshots_are_hidden_and_freed_by_the_next_connect(datab
             pass
         assert said == []
     finally:
-        lifecycle.hide(database, [alive, alive_here])
+        lifecycle.hide(database, [alive, alive_here, killed, killed_refs, stale])
         purge.purge(database, wait=True)
+    for sid in (killed, killed_refs, stale):
+        assert records(database, sid)["snapshots"] == 0
+
+
+def test_a_failed_load_is_listed_with_its_error_until_loaded_again_or_dropped(database: Database) -> None:
+    from fastapi.testclient import TestClient
+
+    from heapdb.service.app import create_app
+
+    tag = unique_tag("failed")
+    graph = synth_graph(3000, 12000, seed=5)
+    data = store.LoadInput.from_analysis(graph, analysis.analyze(graph))
+
+    def boom(_report: object) -> None:
+        raise RuntimeError("the disk caught fire\nreally")
+
+    with pytest.raises(RuntimeError):
+        store.load(database, data, tag, on_ready=boom)  # fails while the references are written
+    with pytest.raises(NotFound):
+        store.get_snapshot(database, tag)
+    (failed,) = [s for s in store.list_snapshots(database, include_incomplete=True) if s.tag == tag]
+    assert failed.status == "failed" and failed.failure == "RuntimeError: the disk caught fire\\nreally"
+    assert failed.failed_at
+
+    # Listed as failed, with why, by the CLI and over REST; never among the queryable snapshots.
+    shown = CliRunner().invoke(main, ["snapshots", "--all"])
+    assert shown.exit_code == 0, shown.stderr
+    line = next(line for line in shown.stdout.splitlines() if line.startswith(tag))
+    assert " failed " in line
+    assert "RuntimeError: the disk caught fire" in shown.stdout
+    ready_only = CliRunner().invoke(main, ["snapshots"])
+    assert tag not in ready_only.stdout
+    assert "not listed" in ready_only.stderr and "heapdb snapshots --all" in ready_only.stderr  # but not hidden
+    client = TestClient(create_app(lambda: db.connect(start_managed=False)))
+    listed = {s["tag"]: s for s in client.get("/api/snapshots", params={"all": "true"}).json()}
+    assert listed[tag]["status"] == "failed" and "disk caught fire" in listed[tag]["failure"]
+    assert tag not in {s["tag"] for s in client.get("/api/snapshots").json()}
+    assert client.get(f"/api/snapshots/{tag}").status_code == 404
+
+    # Freed in the background, the marker kept; the next load of the tag needs no --replace and clears it.
+    wait_until(lambda: failed_purged(database, failed.sid))
+    assert records(database, failed.sid)["objects"] == 0
+    store.load(database, data, tag)
+    wait_until(lambda: records(database, failed.sid)["snapshots"] == 0)
+    assert [s.status for s in store.list_snapshots(database, include_incomplete=True) if s.tag == tag] == ["ready"]
+
+    # Failed again, then dropped: the marker goes with the tag.
+    with pytest.raises(RuntimeError):
+        store.load(database, data, tag, replace=True, on_ready=boom)
+    statuses = [s.status for s in store.list_snapshots(database, include_incomplete=True) if s.tag == tag]
+    assert "failed" in statuses and "ready" not in statuses  # the replaced one went when the new one was ready
+    dropped = CliRunner().invoke(main, ["drop", tag, "--wait"])
+    assert dropped.exit_code == 0, dropped.stderr
+    assert [s for s in store.list_snapshots(database, include_incomplete=True) if s.tag == tag] == []
+
+
+def test_a_load_killed_with_sigkill_shows_as_failed_at_the_next_command(database: Database, tmp_path) -> None:
+    """A real `heapdb load` killed with -9 half-way: the next command lists it failed, naming the process."""
+    from heapdb.loader.formats.snapbin.from_graph import write_graph
+
+    tag = unique_tag("sigkill")
+    path = tmp_path / "big.bin"
+    write_graph(synth_graph(60_000, 240_000, seed=7), path)
+    loader = subprocess.Popen(
+        [sys.executable, "-m", "heapdb", "load", str(path), "--tag", tag, "--batch-size", "1000"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "HEAPDB_PROGRESS": "0"},
+    )
+    try:
+        query = "MATCH (s:Snapshot {tag: $tag}) RETURN s.status AS status"
+        wait_until(lambda: bool(database.read(query, {"tag": tag})) or loader.poll() is not None, timeout=120)
+        assert loader.poll() is None, "the load ended before it could be killed"
+        os.kill(loader.pid, 9)
+    finally:
+        loader.kill()
+        loader.wait()
+    # Until a command looks, the node still says what the loader left: a load in progress.
+    assert [s.status for s in store.list_snapshots(database, include_incomplete=True) if s.tag == tag] in (
+        ["loading"],
+        ["ready"],
+    )
+    shown = CliRunner().invoke(main, ["snapshots", "--all"])
+    assert shown.exit_code == 0, shown.stderr
+    assert "unfinished load" in shown.stderr and repr(tag) in shown.stderr
+    line = next(line for line in shown.stdout.splitlines() if line.startswith(tag))
+    assert " failed " in line
+    assert f"loader process {loader.pid} on {socket.gethostname()} stopped sending heartbeats at" in shown.stdout
+    with pytest.raises(NotFound):
+        store.get_snapshot(database, tag)
+    assert CliRunner().invoke(main, ["drop", tag, "--wait"]).exit_code == 0
 
 
 def test_one_purger_per_database_and_a_dead_ones_claim_is_taken_over(database: Database) -> None:

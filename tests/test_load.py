@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 import uuid
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -17,9 +18,10 @@ import pytest
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
+from heapdb import neo4j_server
 from heapdb.cli import main
 from heapdb.db import Database
-from heapdb.errors import NotFound, ReferencesLoading
+from heapdb.errors import LoadError, NotFound, ReferencesLoading
 from heapdb.loader import analysis, formats, store
 from heapdb.queries.questions import Questions
 from heapdb.service.app import create_app
@@ -151,6 +153,80 @@ def test_load_stores_what_the_analysis_computed(database: Database, leak_snapsho
             assert (row["via_kind"], row["via_name"]) == store.reference_label(
                 graph, int(graph.edge_kind[edge]), int(graph.edge_name[edge])
             )
+
+
+def stored_graph(database: Database, tag: str) -> tuple[list[dict], list[tuple]]:
+    """Every object of a snapshot as its property map (sid aside), and every reference as (type,
+    holder id, target id, kind, name), both sorted: what a load wrote, whatever wrote it."""
+    sid = snapshot_row(database, tag)["sid"]
+    objects = database.read(
+        "MATCH (o:Object {sid: $sid}) RETURN o {.*, sid: null, labels: labels(o)} AS o ORDER BY o.id", {"sid": sid}
+    )
+    references = database.read(
+        "MATCH (a:Object {sid: $sid})-[r]->(b) RETURN type(r) AS type, a.id AS a, b.id AS b, r.kind AS kind, "
+        "r.name AS name, keys(r) AS keys ORDER BY a, b, type, kind, name",
+        {"sid": sid},
+    )
+    return [row["o"] for row in objects], [tuple(map(str, row.values())) for row in references]
+
+
+def test_the_plugin_and_cypher_write_the_same_graph(database: Database, leak_snapshot: Path) -> None:
+    """The managed Neo4j has heapdb's plugin (built at install), and loads use it; a load through
+    Cypher, as on a Neo4j without it, stores exactly the same objects, properties and references."""
+    graph = formats.read_graph(leak_snapshot)
+    data = store.LoadInput.from_analysis(graph, analysis.analyze(graph))
+    tags = {writer: unique_tag(writer) for writer in store.WRITERS}
+    said: list[str] = []
+    try:
+        reports = {
+            writer: store.load(database, data, tag, writer=writer, say=said.append) for writer, tag in tags.items()
+        }
+        assert {writer: report.writer for writer, report in reports.items()} == {
+            "auto": "plugin",
+            "plugin": "plugin",
+            "cypher": "cypher",
+        }
+        assert said == []  # no notice: the plugin was there
+        plugin_objects, plugin_references = stored_graph(database, tags["plugin"])
+        cypher_objects, cypher_references = stored_graph(database, tags["cypher"])
+        assert len(plugin_objects) == graph.node_count and len(plugin_references) == graph.edge_count
+        assert plugin_objects == cypher_objects
+        assert plugin_references == cypher_references
+        # `heapdb neo4j plugin` hands out the jar the managed Neo4j runs, for a Neo4j of one's own.
+        code, out, err = invoke("neo4j", "plugin")
+        assert code == 0, err
+        jar = Path(out.strip())
+        assert jar.read_bytes() == (neo4j_server.paths().plugins / neo4j_server.PLUGIN_JAR).read_bytes()
+        assert "org/heapdb/neo4j/BulkWrite.class" in zipfile.ZipFile(jar).namelist()
+        # Properties that do not apply are absent, not stored as null or false.
+        assert all(o.get("detached") in (None, True) for o in plugin_objects)
+        assert sum("dom" not in o or o["dom"] is None for o in plugin_objects) == int((data.idom < 0).sum())
+    finally:
+        for tag in tags.values():
+            with contextlib.suppress(NotFound):
+                store.drop(database, tag)
+
+
+def test_a_neo4j_without_the_plugin_gets_cypher_with_a_notice(
+    database: Database, leak_snapshot: Path, tag: str
+) -> None:
+    """Asked for the plugin where there is none, the load stops before claiming the tag; in the
+    default mode it says so in one line and writes through Cypher."""
+    graph = formats.read_graph(leak_snapshot)
+    data = store.LoadInput.from_analysis(graph, analysis.analyze(graph))
+    protocol = store.bulk.PROTOCOL
+    store.bulk.PROTOCOL = protocol + 1  # this loader now speaks a protocol the plugin does not
+    try:
+        with pytest.raises(LoadError, match=f"speaks protocol {protocol}, this heapdb {protocol + 1}"):
+            store.load(database, data, tag, writer="plugin")
+        with pytest.raises(NotFound):
+            store.get_snapshot(database, tag)
+        said: list[str] = []
+        assert store.load(database, data, tag, say=said.append).writer == "cypher"
+    finally:
+        store.bulk.PROTOCOL = protocol
+    assert len(said) == 1 and "writing through Cypher" in said[0] and "heapdb neo4j install" in said[0]
+    assert snapshot_row(database, tag)["object_count"] == graph.node_count
 
 
 def test_questions_answer_before_the_references_are_written(database: Database, leak_snapshot: Path, tag: str) -> None:

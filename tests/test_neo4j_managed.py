@@ -195,3 +195,77 @@ def test_failed_download_is_a_clear_error(tmp_path: Path) -> None:
     assert "could not fetch Neo4j" in result.stderr
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "data" / "heapdb" / "neo4j" / "dist" / neo4j_server.NEO4J_VERSION / "classpath.txt").exists()
+
+
+@pytest.mark.slow  # a second Neo4j of its own, killed with -9 during a load and started again
+def test_start_after_a_kill_reports_recovery_and_keeps_the_loaded_snapshots(tmp_path: Path) -> None:
+    """Kill the managed Neo4j (-9) while a load writes, start it again: the start reports the
+    recovery it waits for, the completed snapshot is intact, and the interrupted load shows as failed."""
+    import time
+
+    from benchmarks.synth import synth_graph
+    from heapdb.loader.formats.snapbin.from_graph import write_graph
+
+    env = private_env(tmp_path, HEAPDB_PROGRESS="0")
+    small, big = tmp_path / "small.bin", tmp_path / "big.bin"
+    write_graph(synth_graph(2000, 8000, seed=1), small)
+    write_graph(synth_graph(200_000, 800_000, seed=2), big)
+    install = run_heapdb(
+        ["neo4j", "install", "--bolt-port", "auto", "--http-port", "auto", "--heap", "512m", "--pagecache", "256m"], env
+    )
+    assert install.returncode == 0, install.stderr
+    loader = None
+    try:
+        assert run_heapdb(["neo4j", "start"], env).returncode == 0
+        done = run_heapdb(["load", str(small), "--tag", "done"], env)
+        assert done.returncode == 0, done.stderr
+        count = [
+            "cypher",
+            "--json",
+            "MATCH (s:Snapshot {tag: 'done'}) MATCH (o:Object {sid: s.sid}) "
+            "RETURN count(o) AS objects, sum(COUNT { (o)-->() }) AS references",
+        ]
+        before = json.loads(run_heapdb(count, env).stdout)
+        top_before = run_heapdb(["top", "done", "--limit", "5"], env).stdout
+
+        loader = subprocess.Popen(
+            [*HEAPDB, "load", str(big), "--tag", "big"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        written = [
+            "cypher",
+            "--json",
+            "MATCH (s:Snapshot {tag: 'big'}) MATCH (o:Object {sid: s.sid}) RETURN count(o) AS n",
+        ]
+        deadline = time.monotonic() + 300
+        while True:  # kill Neo4j in the middle of the load's writes
+            assert time.monotonic() < deadline and loader.poll() is None, "the load ended before Neo4j was killed"
+            rows = json.loads(run_heapdb(written, env).stdout or "[]")
+            if rows and rows[0]["n"] > 40_000:
+                break
+            time.sleep(1)
+        jvm = neo4j_server_pid(env)
+        os.kill(jvm, 9)
+        loader.kill()
+        loader.wait()
+
+        again = run_heapdb(["neo4j", "start", "--timeout", "60"], env, timeout=900)
+        assert again.returncode == 0, again.stderr
+        assert "Neo4j is recovering database 'neo4j' after an unclean shutdown" in again.stderr
+        assert "Neo4j recovery of database 'neo4j': 100%" in again.stderr
+        assert "Neo4j recovered database 'neo4j'" in again.stderr
+
+        assert json.loads(run_heapdb(count, env).stdout) == before
+        assert run_heapdb(["top", "done", "--limit", "5"], env).stdout == top_before
+        listed = run_heapdb(["snapshots", "--all", "--json"], env)
+        statuses = {s["tag"]: s["status"] for s in json.loads(listed.stdout)}
+        assert statuses == {"done": "ready", "big": "failed"}, listed.stderr
+    finally:
+        if loader is not None and loader.poll() is None:
+            loader.kill()
+            loader.wait()
+        run_heapdb(["neo4j", "stop"], env)
+
+
+def neo4j_server_pid(env: dict[str, str]) -> int:
+    info = json.loads(run_heapdb(["neo4j", "status", "--json"], env).stdout)
+    return int(info["pid"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 from click.testing import CliRunner
 
@@ -62,3 +63,109 @@ def test_status_shows_store_and_log_sizes(database: Database) -> None:
         settings.heap = json.loads(result.stdout)["heap"]
         config.save_managed_settings(settings)
     assert not neo4j_server.settings_pending()
+
+
+# debug.log as Neo4j 5.26.30 wrote it when started after a kill -9 during a load (trimmed).
+RECOVERY_LOG = """\
+2026-11-23 04:14:20.101+0000 INFO  [o.n.s.CommunityNeoWebServer] ======== Neo4j 5.26.30 ========
+2026-11-23 04:14:39.857+0000 INFO  [o.n.k.d.Database] [neo4j/6266ece0] Recovery required from position LogPosition{logVersion=0, byteOffset=3238}
+2026-11-23 04:14:40.501+0000 INFO  [o.n.k.r.Recovery] [neo4j/6266ece0] TransactionLogsRecovery
+2026-11-23 04:14:44.080+0000 INFO  [o.n.k.r.Recovery] [neo4j/6266ece0]  10% completed
+2026-11-23 04:14:44.157+0000 INFO  [o.n.k.r.Recovery] [neo4j/6266ece0]  20% completed
+"""
+RECOVERY_END = """\
+2026-11-23 04:14:54.949+0000 INFO  [o.n.k.r.Recovery] [neo4j/6266ece0] 100% completed
+2026-11-23 04:14:54.956+0000 INFO  [o.n.k.d.Database] [neo4j/6266ece0] Recovery in 'full' mode completed. Observed transactions range [first:4, last:75]: 72 transactions applied, 0 not completed transactions rolled back, skipped applying 0 previously rolled back transactions. Time spent: 15s 98ms.
+"""
+
+
+def test_recovery_is_followed_in_debug_log(tmp_path) -> None:
+    log = tmp_path / "debug.log"
+    log.write_text("2026-11-23 04:00:00.000+0000 INFO  [o.n.s.CommunityNeoWebServer] ======== Neo4j 5.26.30 ========\n")
+    watch = neo4j_server.RecoveryWatch(log)  # from the end: the earlier run's lines are not this start's
+    said: list[str] = []
+    assert watch.poll(said.append) is False and not watch.recovering
+    with open(log, "a") as f:
+        f.write(RECOVERY_LOG + "2026-11-23 04:14:44.203+0000 INFO  [o.n.k.r.Recovery] [neo4j/6266ece0]  3")
+    assert watch.poll(said.append) is True
+    assert watch.recovering and watch.progress == {"neo4j": 20} and watch.describe() == "database 'neo4j' at 20%"
+    assert said == [
+        "Neo4j is recovering database 'neo4j' after an unclean shutdown (a kill or a crash)...",
+        "Neo4j recovery of database 'neo4j': 10%",
+        "Neo4j recovery of database 'neo4j': 20%",
+    ]
+    assert watch.poll(said.append) is False  # nothing new: no progress (the half-written line waits)
+    with open(log, "a") as f:
+        f.write("0% completed\n" + RECOVERY_END)
+    assert watch.poll(said.append) is True
+    assert not watch.recovering and watch.completed == ["neo4j"]
+    assert said[-3:] == [
+        "Neo4j recovery of database 'neo4j': 30%",
+        "Neo4j recovery of database 'neo4j': 100%",
+        "Neo4j recovered database 'neo4j' in 15s 98ms",
+    ]
+
+    # A later `start` while the server still recovers reads from the server's last start.
+    log.write_text("old\n" + RECOVERY_LOG)
+    again = neo4j_server.RecoveryWatch(log, from_last_start=True)
+    assert again.poll() and again.progress == {"neo4j": 20}
+    # Neo4j rotated the file: the new one is read from its beginning.
+    log.write_text(RECOVERY_END)
+    assert again.poll() and not again.recovering
+
+
+def test_start_waits_while_recovery_advances_and_never_stops_a_recovering_server(tmp_path, monkeypatch) -> None:
+    """start() against a stand-in for Java that writes recovery progress to debug.log and never opens
+    Bolt: start waits past its timeout while the percentage moves, then gives up without stopping it."""
+    import signal
+    import stat
+    import time
+
+    import pytest
+
+    from heapdb.errors import Neo4jServerError
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))  # apart from the session's instance
+    settings = config.ManagedSettings(
+        bolt_port=neo4j_server.free_port(),
+        http_port=neo4j_server.free_port(),
+        heap="64m",
+        pagecache="64m",
+        password="x",
+    )
+    monkeypatch.setattr(config, "managed_settings", lambda: settings)
+    monkeypatch.setattr(neo4j_server, "is_installed", lambda: True)
+    monkeypatch.setattr(neo4j_server, "classpath", lambda: [])
+    log = neo4j_server.paths().logs / "debug.log"
+    log.parent.mkdir(parents=True)
+    log.write_text(RECOVERY_LOG + RECOVERY_END)  # an earlier start's recovery: not this one's
+    fake_java = tmp_path / "java"
+    line = "INFO  [o.n.k.r.Recovery] [neo4j/6266ece0]"
+    fake_java.write_text(
+        "#!/bin/sh\n"
+        f"echo '======== Neo4j 5.26.30 ========' >> '{log}'\n"
+        f"echo 'INFO  [o.n.k.d.Database] [neo4j/6266ece0] Recovery required from position X' >> '{log}'\n"
+        f"for p in 10 20 30 40 50 60; do sleep 0.6; echo \"{line}  $p% completed\" >> '{log}'; done\n"
+        "sleep 600\n"
+    )
+    fake_java.chmod(fake_java.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setattr(neo4j_server, "java_executable", lambda: str(fake_java))
+
+    said: list[str] = []
+    started = time.monotonic()
+    with pytest.raises(Neo4jServerError) as raised:
+        neo4j_server.start(timeout=1.5, say=said.append)
+    waited = time.monotonic() - started
+    pid = neo4j_server.running_pid()
+    try:
+        assert waited > 3.6 + 1.5 - 0.5  # past the timeout: the last step came at about 3.6 s
+        assert pid is not None  # never stopped: still running, its pid file kept
+        message = str(raised.value)
+        assert "still recovering" in message and "database 'neo4j' at 60%" in message
+        assert "--timeout" in message and "keeps running" in message
+        assert "Neo4j recovery of database 'neo4j': 60%" in said
+        assert "Neo4j recovered database 'neo4j' in 15s 98ms" not in said  # the earlier start's lines
+    finally:
+        if pid is not None:  # the stand-in and its sleep: a session of their own, as start() made it
+            os.killpg(pid, signal.SIGKILL)
+            neo4j_server._reap(pid)

@@ -44,6 +44,11 @@ def test_wheel_has_one_namespace_and_the_query_files(tmp_path: Path) -> None:
         "heapdb/queries/__init__.py",
     ):
         assert module in names, module
+    # The Neo4j plugin's sources, which `heapdb neo4j install` builds from the installed package.
+    plugin = ROOT / "loader" / "store" / "plugin"
+    plugin_sources = sorted(p.relative_to(plugin).as_posix() for p in plugin.rglob("*") if p.is_file())
+    shipped = sorted(n.removeprefix("heapdb/loader/store/plugin/") for n in names if "/store/plugin/" in n)
+    assert shipped == plugin_sources and "pom.xml" in shipped
     cypher_sources = sorted(p.name for p in (ROOT / "queries").glob("*.cypher"))
     assert sorted(n.split("/")[-1] for n in names if n.endswith(".cypher")) == cypher_sources
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))

@@ -137,3 +137,9 @@ def test_stored_queries_spell_synthetic_roots_as_the_readers_do() -> None:
     (the files must paste into the Browser as they are); it must be the readers' constant."""
     literals = {m for q in catalog.catalog().values() for m in re.findall(r"\.kind\s*(?:<>|=)\s*'([^']*)'", q.cypher)}
     assert literals == {SYNTHETIC_KIND}
+
+
+def test_leaks_by_path_asks_for_no_more_samples_than_a_path_group_names() -> None:
+    from heapdb.loader.store.summaries import PATH_SAMPLES
+
+    assert catalog.get("leaks-paths").parameter("samples").maximum == PATH_SAMPLES

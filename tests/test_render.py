@@ -120,3 +120,22 @@ def test_figures_merge_shared_hops_of_several_paths() -> None:
     fig = render.figure(why)
     assert set(fig.objects) == {1, 20, 30, -40, 50}
     assert len(fig.edges) == 5 and fig.roots == {1} and fig.target == -40
+
+
+def test_megabyte_names_and_types_give_bounded_labels_and_lines() -> None:
+    from heapdb.units import NAME_LIMIT
+
+    huge = "T\x1b[31m" + "x" * (1 << 20)
+    root = obj(1, "(synthetic)", "", root=True, self_size=0)
+    target = obj(2, huge, huge)
+    answer = WhyAlive(
+        tag="t",
+        target=target,
+        paths=[RetainerPath([root, target], [Reference("element", "9" * (1 << 20))])],
+        ignored={"names": [], "types": [], "ids": []},
+    )
+    source = render.dot(answer)
+    assert all(len(label) <= 2 * NAME_LIMIT + 100 for label in dot_labels(source))
+    assert len(source) < 10 * NAME_LIMIT + 2000 and "\x1b" not in source
+    text = render.why_text(answer)
+    assert max(map(len, text.splitlines())) < 3 * NAME_LIMIT and "\x1b" not in text

@@ -448,9 +448,11 @@ def test_long_and_unusual_strings_survive_across_several_string_chunks(tmp_path:
     g = read_graph(path)
     ix = {int(i): n for n, i in enumerate(g.ids)}
     for i, s in enumerate(big + odd):
-        assert g.node_name(ix[i]) == s
+        # A lone surrogate cannot be stored or printed as UTF-8: the reader writes its escape instead.
+        shown = s.replace("\ud800", "\\ud800")
+        assert g.node_name(ix[i]) == shown
         (e,) = g.out_edges(ix[100 + i])
-        assert g.edge_label(e) == s
+        assert g.edge_label(e) == shown
 
 
 def test_streaming_reader_memory_is_bounded_by_a_chunk_and_progress_covers_the_file(tmp_path: Path) -> None:

@@ -50,7 +50,8 @@ def models(draw: st.DrawFn) -> Model:
                 i,
                 draw(NAMES),
                 draw(st.sampled_from(["object", "array", "string", "native"])),
-                draw(st.integers(0, (1 << 63) - 1)),
+                # Any size, as long as all of them add up to less than 2^62 (MAX_TOTAL_SIZE).
+                draw(st.integers(0, (1 << 56) - 1)),
                 refs,
                 draw(NAMES),
             )

@@ -11,12 +11,13 @@ none of numpy, numba, pydantic or the Neo4j driver; ``heapdb analyze`` nothing o
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import importlib
 import os
 import sys
 from collections.abc import Iterator, MutableMapping
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -143,6 +144,23 @@ class HeapdbGroup(click.Group):
         listed = click.Group(commands=[click.Command(name, help=summary) for name, (_, summary) in COMMANDS.items()])
         listed.format_commands(ctx, formatter)
 
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        """click's entry, and the last flush of what is still buffered for a reader that may be gone."""
+        try:
+            return super().main(*args, **kwargs)
+        finally:
+            try:
+                sys.stdout.flush()
+            except BrokenPipeError:
+                closed_pipe(exit_now=True)
+
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        """Parsing ``heapdb``'s own options, where ``--help`` and ``--version`` print and exit."""
+        try:
+            return super().make_context(*args, **kwargs)
+        except BrokenPipeError:
+            closed_pipe()
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
@@ -157,11 +175,7 @@ class HeapdbGroup(click.Group):
             click.echo("heapdb: interrupted", err=True)
             ctx.exit(130)
         except BrokenPipeError:
-            # The reader went away (`heapdb ... | head`): stop quietly, as Unix tools do, with the
-            # status of a process ended by SIGPIPE. Later writes go nowhere, so that Python's own
-            # flush at exit does not fail again.
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            ctx.exit(SIGPIPE_STATUS)
+            closed_pipe()
         except Exception as e:  # a bug: say so briefly, keep the traceback behind --debug
             if ctx.obj and ctx.obj.get("debug"):
                 raise
@@ -170,6 +184,19 @@ class HeapdbGroup(click.Group):
                 err=True,
             )
             ctx.exit(2)
+
+
+def closed_pipe(*, exit_now: bool = False) -> NoReturn:
+    """The reader went away (`heapdb ... | head`): stop quietly, as Unix tools do, with the status of
+    a process ended by SIGPIPE. Later writes go nowhere, so that Python's own flush at exit does not
+    fail again and print "Exception ignored"."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    if exit_now:
+        raise SystemExit(SIGPIPE_STATUS)
+    raise click.exceptions.Exit(SIGPIPE_STATUS)
 
 
 @click.group(cls=HeapdbGroup, context_settings={"help_option_names": ["-h", "--help"]})

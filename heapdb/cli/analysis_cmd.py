@@ -10,7 +10,7 @@ from heapdb.cli import main
 from heapdb.cli.steps import analyse_with_progress, read_with_progress
 from heapdb.loader.analysis import Semantics
 from heapdb.loader.report import AnalysisReport, analysis_report
-from heapdb.units import human_bytes, shorten
+from heapdb.units import human_bytes, short_name
 
 LABEL_WIDTH = 80  # characters of "type / name" per line of the text report
 
@@ -31,7 +31,7 @@ def print_report(report: AnalysisReport) -> None:
             label = row.type if row.name in ("", row.type) else f"{row.type} / {row.name}"
             click.echo(
                 f"  {human_bytes(row.retained_size):>10}  {row.retained_count:>9,}  {row.distance:>4}  "
-                f"{row.id:>12}  {shorten(label, LABEL_WIDTH)}"
+                f"{row.id:>12}  {short_name(label, LABEL_WIDTH)}"
             )
 
 

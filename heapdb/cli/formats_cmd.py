@@ -14,7 +14,7 @@ from heapdb.cli import main
 from heapdb.cli.steps import read_with_progress
 from heapdb.errors import HeapdbError
 from heapdb.loader.report import FileSummary, file_summary
-from heapdb.units import shorten
+from heapdb.units import NAME_LIMIT, short_name
 
 TARGETS = ("snapbin", "heapsnapshot")
 METADATA_WIDTH = 100  # characters of a metadata value in the text summary
@@ -32,17 +32,17 @@ def _print_summary(s: FileSummary) -> None:
     if s.metadata:
         echo("metadata")
         for key, value in s.metadata.items():
-            echo(f"  {key:<24} {shorten(str(value), METADATA_WIDTH)}")
+            echo(f"  {short_name(key, 24):<24} {short_name(str(value), METADATA_WIDTH)}")
     for title, rows in (
         ("top types by count", s.top_types_by_count),
         ("top types by self size", s.top_types_by_self_size),
     ):
         echo(f"{title}\n  {'count':>12} {'self size':>14}  type")
         for row in rows:
-            echo(f"  {row.count:>12,} {row.self_size:>14,}  {row.type}")
+            echo(f"  {row.count:>12,} {row.self_size:>14,}  {short_name(row.type, NAME_LIMIT)}")
     echo("roots")
     for root in s.roots:
-        echo(f"  {root.name:<40} {root.references:>10,} references")
+        echo(f"  {short_name(root.name, 40):<40} {root.references:>10,} references")
 
 
 @main.command()

@@ -37,13 +37,23 @@ def _say(message: str) -> None:
     type=click.IntRange(100, 1_000_000),
     help="Rows per write transaction.",
 )
+@click.option(
+    "--writer",
+    default="auto",
+    show_default=True,
+    help="How to write: through heapdb's Neo4j plugin ('plugin'), through Cypher ('cypher'), or the plugin "
+    "when the database has it ('auto').",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the load report as JSON.")
-def load(file: str, tag: str, replace: bool, meta: tuple[str, ...], batch_size: int, as_json: bool) -> None:
+def load(
+    file: str, tag: str, replace: bool, meta: tuple[str, ...], batch_size: int, writer: str, as_json: bool
+) -> None:
     """Read a snapshot, compute dominators, retained sizes and distances, and store it in Neo4j.
 
     FILE is a snap.bin, a V8 .heapsnapshot or a Luau heap dump (detected from its content). Until the
-    load completes, queries do not see the snapshot; an interrupted load leaves nothing visible and
-    is cleaned up by the next load of the tag or `heapdb drop`.
+    load completes, queries do not see the snapshot; an interrupted load leaves nothing visible: it
+    is listed as failed (`heapdb snapshots --all`, with why) and cleaned up in the background; the
+    next load of the tag or `heapdb drop` removes the marker.
 
     The snapshot answers as soon as its objects are written (why, dominators, retains, top, types,
     suspects, diff, leaks, growth); the references follow, and the questions that walk them (object
@@ -51,7 +61,11 @@ def load(file: str, tag: str, replace: bool, meta: tuple[str, ...], batch_size: 
     they are in. `heapdb snapshots` shows how far a load is.
     """
     from heapdb.loader import store
+    from heapdb.loader.store.lifecycle import check_tag
 
+    check_tag(tag)  # at once, not after reading and analysing the file
+    if writer not in store.WRITERS:
+        raise click.BadParameter(f"choose one of {', '.join(store.WRITERS)}", param_hint="--writer")
     extra = {key: values[-1] for key, values in key_values(meta, "--meta").items()}
     started = time.monotonic()
     _, graph = read_with_progress(file)
@@ -76,6 +90,7 @@ def load(file: str, tag: str, replace: bool, meta: tuple[str, ...], batch_size: 
             meta=extra,
             source=os.path.abspath(file),
             batch_size=batch_size,
+            writer=writer,
             say=_say,
             on_ready=ready,
         )
@@ -89,6 +104,7 @@ def load(file: str, tag: str, replace: bool, meta: tuple[str, ...], batch_size: 
                     "objects": report.objects,
                     "references": report.references,
                     "seconds": report.seconds,
+                    "writer": report.writer,
                     # From the start of the command until the snapshot answered questions.
                     "ready_after": read_seconds + analyse_seconds + report.ready_seconds,
                 },
@@ -101,7 +117,9 @@ def load(file: str, tag: str, replace: bool, meta: tuple[str, ...], batch_size: 
 
 
 @main.command()
-@click.option("--all", "show_all", is_flag=True, help="Also list loads in progress and leftovers of interrupted ones.")
+@click.option(
+    "--all", "show_all", is_flag=True, help="Also list loads in progress, failed loads (with why) and dropped ones."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the snapshots as JSON.")
 def snapshots(show_all: bool, as_json: bool) -> None:
     """List the snapshots in the database: tag, status, format, counts, sizes, load time."""
@@ -109,7 +127,14 @@ def snapshots(show_all: bool, as_json: bool) -> None:
 
     with db.connect() as database:
         store.ensure_schema(database)
-        listed = store.list_snapshots(database, include_incomplete=show_all)
+        listed = store.list_snapshots(database, include_incomplete=True)
+    failed = [s for s in listed if s.status == "failed"]
+    if not show_all:
+        listed = [s for s in listed if s.status == "ready"]
+        if failed:  # a load that ended is never silently missing
+            tags = ", ".join(repr(s.tag) for s in failed[:5]) + (", ..." if len(failed) > 5 else "")
+            loads = "load" if len(failed) == 1 else "loads"
+            _say(f"{len(failed)} failed {loads} not listed ({tags}): see `heapdb snapshots --all`")
     if as_json:
         click.echo(json.dumps([s.as_dict() for s in listed], indent=2, default=str))
         return
@@ -125,6 +150,8 @@ def snapshots(show_all: bool, as_json: bool) -> None:
             f"{s.tag:<24} {_status(s):<17} {s.format or '':<8} {s.object_count or 0:>11,} "
             f"{s.reference_count or 0:>12,} {human_bytes(s.total_size or 0):>11}  {s.loaded_at or s.started_at or ''}"
         )
+        if s.status == "failed":  # why, so that no ended load is ambiguous
+            click.echo(f"  failed at {s.failed_at or '?'}: {s.failure or 'reason unknown'}")
 
 
 def _status(snapshot: Snapshot) -> str:

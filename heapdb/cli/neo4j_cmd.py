@@ -69,9 +69,21 @@ def install(bolt_port: int | None, http_port: int | None, heap: str | None, page
 
 
 @neo4j_group.command()
-@click.option("--timeout", type=float, default=180, show_default=True, help="Seconds to wait for Bolt to answer.")
+@click.option(
+    "--timeout",
+    type=float,
+    default=180,
+    show_default=True,
+    help="Seconds to wait for Neo4j to answer; while it recovers, counted from recovery's last step.",
+)
 def start(timeout: float) -> None:
-    """Start Neo4j in the background and wait until it answers. Harmless when it already runs."""
+    """Start Neo4j in the background and wait until it answers. Harmless when it already runs.
+
+    After an unclean shutdown (a kill -9, a crash) Neo4j first replays its transaction logs; start
+    reports that recovery's progress from Neo4j's debug.log and waits as long as it advances. A
+    recovering Neo4j is never stopped: when the timeout passes without progress, start says so and
+    leaves it running, and the next start picks up the wait.
+    """
     started = neo4j_server.start(timeout=timeout, say=_say)
     info = neo4j_server.status()
     word = "started" if started else "already running"
@@ -106,6 +118,7 @@ def status(as_json: bool) -> None:
         f"data:      {human_bytes(int(str(info['data_bytes'])))} in {info['home']}",
         f"store:     {human_bytes(int(str(info['store_bytes'])))}",
         f"tx logs:   {human_bytes(int(str(info['tx_log_bytes'])))}",
+        f"plugin:    {'in plugins/' if info['plugin'] else 'missing (`heapdb neo4j install` builds it)'}",
     ]
     if info.get("settings_pending"):
         lines.append("settings:  changed since it started; `heapdb neo4j stop && heapdb neo4j start` applies them")
@@ -113,3 +126,13 @@ def status(as_json: bool) -> None:
         server = info["server"]
         lines.append(f"server:    {', '.join(server) if isinstance(server, list) else server}")
     click.echo("\n".join(lines))
+
+
+@neo4j_group.command()
+def plugin() -> None:
+    """Build heapdb's Neo4j plugin (once per version, with Maven) and print the jar's path.
+
+    For a Neo4j of your own: copy the jar into its plugins/ folder and restart it, and loads write
+    through it (docs/operations.md). The managed Neo4j gets it from `heapdb neo4j install`.
+    """
+    click.echo(str(neo4j_server.build_plugin(say=_say)))

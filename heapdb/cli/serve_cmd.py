@@ -2,9 +2,29 @@
 
 from __future__ import annotations
 
+import ipaddress
+import os
+import socket
+
 import click
 
 from heapdb.cli import main
+from heapdb.errors import ConfigError
+
+
+def loopback_only(host: str) -> bool:
+    """Whether binding to ``host`` serves this machine alone: every address it names is a loopback one."""
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        pass
+    if not host:
+        return False  # every interface
+    try:
+        addresses = {str(info[4][0]) for info in socket.getaddrinfo(host, None)}
+    except OSError:
+        return False
+    return bool(addresses) and all(ipaddress.ip_address(a.split("%")[0]).is_loopback for a in addresses)
 
 
 @main.command()
@@ -25,12 +45,27 @@ from heapdb.cli import main
     show_default=True,
     help="Requests answered at the same time (threads).",
 )
-def serve(host: str, port: int, timeout: float | None, workers: int) -> None:
+@click.option(
+    "--insecure-no-token",
+    is_flag=True,
+    help="Serve on an address other machines can reach without HEAPDB_API_TOKEN: no authentication at all.",
+)
+def serve(host: str, port: int, timeout: float | None, workers: int, insecure_no_token: bool) -> None:
     """Serve heapdb's questions over HTTP, with OpenAPI docs at /docs.
 
     Neo4j is found as for every command (NEO4J_URI, the config file, else the managed instance).
     With HEAPDB_API_TOKEN set, every /api call but /api/health needs `Authorization: Bearer <token>`.
+    Without it, only a loopback address (127.0.0.1, ::1, localhost) is served: any other --host is
+    refused unless --insecure-no-token says that anyone who can reach it may read every snapshot.
     """
+    if not os.environ.get("HEAPDB_API_TOKEN") and not loopback_only(host):
+        if not insecure_no_token:
+            raise ConfigError(
+                f"refusing to serve on {host!r} without HEAPDB_API_TOKEN: anyone who can reach that address "
+                "could read every snapshot. Set HEAPDB_API_TOKEN (clients then send `Authorization: Bearer "
+                "<token>`), bind to 127.0.0.1, or pass --insecure-no-token to serve without authentication anyway"
+            )
+        click.echo(f"heapdb: warning: serving on {host!r} with no authentication (--insecure-no-token)", err=True)
     import uvicorn
 
     from heapdb.service.app import create_app

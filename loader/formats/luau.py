@@ -37,12 +37,16 @@ Edges are :attr:`EdgeKind.REFERENCE` (strong) or :attr:`EdgeKind.WEAK`, with arr
 
 ``type`` is the Luau type name, except a userdata whose metatable has a string ``__type``, which
 takes that name. ``name`` is a function's name, a string's text, ``source:line`` for threads and
-protos, ``tag N`` for userdata. Sizes are C ``int`` in the VM: negative ones are taken as wrapped
-and read modulo 2^32. ``meta["category"]`` holds each node's memory category (uint8, 0 for
-synthetic nodes), ``meta["category_names"]`` the named categories from ``stats``.
+protos, ``tag N`` for userdata. Sizes are C ``int`` in the VM: negative ones down to -2^31 are taken
+as wrapped and read modulo 2^32; a size below that or above 2^63 - 1, like an address above
+``0x7fffffffffffffff``, is a FormatError, never wrapped. ``meta["category"]`` holds each node's
+memory category (uint8, 0 for synthetic nodes), ``meta["category_names"]`` the named categories
+from ``stats``.
 
-Bad input (the ``class`` dump's invalid JSON, a wrong schema, a root that is not an object) raises
-:class:`FormatError` with the file and byte offset or object address.
+Bad input (the ``class`` dump's invalid JSON, a wrong schema, a root that is not an object, JSON
+nested more than :data:`MAX_JSON_DEPTH` levels) raises :class:`FormatError` with the file and byte
+offset or object address. Lone surrogates in names become their ``\\uXXXX`` escapes
+(:mod:`heapdb.loader.formats.text`).
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from heapdb.errors import FormatError
+from heapdb.loader.formats.text import safe_strings, safe_text
 from heapdb.loader.graph import (
     ROOT_NAME,
     SYNTHETIC_KIND,
@@ -75,6 +80,50 @@ OTHER_ROOTS = "other"
 
 _SNIFF = re.compile(rb'^\s*\{\s*"objects"\s*:\s*\{')
 _KNOWN_FIELDS = {"type", "cat", "size", "data", "name", "source", "line", "tag", "open"}
+
+# The VM writes dumps four levels deep; json recurses once per level, so deeper input is refused
+# (by a scan of the brackets outside strings) before it is parsed.
+MAX_JSON_DEPTH = 64
+_JSON_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[{\]}]', re.DOTALL)
+_ADDRESS = re.compile(r"(?:0x)?[0-9a-fA-F]{1,16}")
+_MIN_WRAPPED_SIZE = -(1 << 31)  # sizes are C ints: negative ones down to this are read modulo 2^32
+_MAX_SIZE = (1 << 63) - 1
+
+
+def json_depth_error(data: bytes, limit: int = MAX_JSON_DEPTH) -> int | None:
+    """The byte offset where ``data`` (JSON) nests deeper than ``limit``, or None.
+
+    Escaped backslashes and quotes are dropped first (``bytes.replace``, in C), so every quote left
+    opens or closes a string; numpy then counts the brackets outside strings a chunk at a time, so
+    memory stays a small multiple of a chunk. Only a file that is too deep is walked again token by
+    token, to find the offset.
+    """
+    plain = np.frombuffer(data.replace(b"\\\\", b"").replace(b'\\"', b""), dtype=np.uint8)
+    deepest = depth = inside = 0
+    step = 1 << 22
+    for lo in range(0, plain.shape[0], step):
+        chunk = plain[lo : lo + step]
+        # After each byte: inside a string (1) or not (0), carried over from the chunk before.
+        parity = np.bitwise_xor.accumulate((chunk == 34).view(np.uint8)) ^ np.uint8(inside)
+        outside = parity == 0
+        delta = (((chunk == 91) | (chunk == 123)) & outside).astype(np.int32)
+        delta -= ((chunk == 93) | (chunk == 125)) & outside
+        levels = np.cumsum(delta, dtype=np.int64)
+        deepest = max(deepest, depth + int(levels.max()))
+        depth += int(levels[-1])
+        inside = int(parity[-1])
+    if deepest <= limit:
+        return None
+    depth = 0
+    for match in _JSON_TOKEN.finditer(data):
+        token = match.group()
+        if token in (b"[", b"{"):
+            depth += 1
+            if depth > limit:
+                return match.start()
+        elif token in (b"]", b"}"):
+            depth -= 1
+    return 0  # brackets inside an unterminated string: the whole file is in doubt
 
 
 def sniff(head: bytes) -> bool:
@@ -97,6 +146,9 @@ def load_dump(path: str | os.PathLike[str], on_bytes: ByteProgress | None = None
         raise FormatError(path, f"cannot open: {e.strerror}") from None
     if on_bytes is not None:
         on_bytes(len(data))
+    too_deep = json_depth_error(data)
+    if too_deep is not None:
+        raise FormatError(path, f"JSON nested more than {MAX_JSON_DEPTH} levels deep", offset=too_deep)
     try:
         text = data.decode("utf-8")
         utf8 = True
@@ -115,6 +167,8 @@ def load_dump(path: str | os.PathLike[str], on_bytes: ByteProgress | None = None
             f"invalid JSON ({e.msg}) near {context!r}; the VM writes some dumps (e.g. with classes) unescaped",
             offset=offset,
         ) from None
+    except RecursionError:  # not expected below MAX_JSON_DEPTH; a FormatError all the same
+        raise FormatError(path, "JSON nested too deep", offset=0) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("objects"), dict) or not isinstance(doc.get("roots"), dict):
         raise FormatError(path, "expected a Luau dump: an object with 'objects' and 'roots' objects", offset=0)
     return doc
@@ -138,7 +192,7 @@ class _Builder:
         self.dangling = 0
 
     def _error(self, address: str, problem: str) -> FormatError:
-        return FormatError(self.path, problem, record=f"object {address}")
+        return FormatError(self.path, problem, record=f"object {address[:100]}")
 
     def build(self) -> HeapGraph:
         root_names = list(self.roots)
@@ -166,10 +220,12 @@ class _Builder:
             obj = self.objects[address]
             if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
                 raise self._error(address, "expected an object with a 'type'")
-            try:
-                ids[node] = int(address, 16)
-            except ValueError:
-                raise self._error(address, "the key is not a hexadecimal address") from None
+            if not _ADDRESS.fullmatch(address):
+                raise self._error(address, "the key is not a hexadecimal address")
+            value = int(address, 16)
+            if value >= 1 << 63:
+                raise self._error(address, "the address is above 0x7fffffffffffffff")
+            ids[node] = value
             luau_type = obj["type"]
             if luau_type not in kind_index:
                 if len(node_kinds) == 256:
@@ -181,6 +237,8 @@ class _Builder:
             cat = obj.get("cat", 0)
             if type(size) is not int or type(cat) is not int or not 0 <= cat <= 255:
                 raise self._error(address, "'size' and 'cat' must be integers (cat 0-255)")
+            if not _MIN_WRAPPED_SIZE <= size <= _MAX_SIZE:
+                raise self._error(address, f"'size' {size} is out of range ({_MIN_WRAPPED_SIZE} to {_MAX_SIZE})")
             self_size[node] = size % (1 << 32) if size < 0 else size
             category[node] = cat
             type_[node] = intern(self._type_name(obj))
@@ -214,14 +272,14 @@ class _Builder:
             edge_to=edge_to,
             edge_kind=edge_kind,
             edge_name=edge_name,
-            strings=self.strings.strings,
-            node_kinds=node_kinds,
+            strings=safe_strings(self.strings.strings),
+            node_kinds=safe_strings(node_kinds),
             root=0,
             meta={
                 "format": NAME,
                 "category": category,
                 "category_names": _category_names(self.stats),
-                "total_size": self.stats.get("size"),
+                "total_size": _total_size(self.stats.get("size")),
                 "dangling_references": self.dangling,
                 "other_roots": int(edge_start[other + 1] - edge_start[other]),
             },
@@ -258,7 +316,9 @@ class _Builder:
         return ""
 
     def _object(self, address: Any) -> dict[str, Any] | None:
-        return self.objects.get(address) if isinstance(address, str) else None
+        """The object at ``address``; None for no address, or one that is not an object (build() rejects those)."""
+        found = self.objects.get(address) if isinstance(address, str) else None
+        return found if isinstance(found, dict) else None
 
     def _string_data(self, address: Any) -> str | None:
         obj = self._object(address)
@@ -418,12 +478,17 @@ class _Builder:
                 mark(node)
 
 
+def _total_size(value: Any) -> int | None:
+    """The dump's own total from ``stats``, when it is a size at all."""
+    return value if type(value) is int and 0 <= value <= _MAX_SIZE else None
+
+
 def _category_names(stats: dict[str, Any]) -> dict[int, str]:
     categories = stats.get("categories")
     if not isinstance(categories, dict):
         return {}
     names = {}
     for key, value in categories.items():
-        if key.isdigit() and isinstance(value, dict) and isinstance(value.get("name"), str):
-            names[int(key)] = value["name"]
+        if key.isascii() and key.isdigit() and isinstance(value, dict) and isinstance(value.get("name"), str):
+            names[int(key)] = safe_text(value["name"])
     return names

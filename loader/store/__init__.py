@@ -9,7 +9,9 @@ The data model is described, with example Cypher, in ``docs/data-model.md``. One
 - :mod:`.lifecycle`: claiming a tag for a load, hiding, dropping, tidying up after dead loads, and
   why loads look atomic;
 - :mod:`.purge`: the background purger that frees the records of hidden snapshots;
-- :mod:`.writer`: the rows, their batches, and :func:`load` itself.
+- :mod:`.bulk`: batches of rows packed as int64 cells, and the calls into heapdb's Neo4j plugin
+  (whose Java source is in ``plugin/``);
+- :mod:`.writer`: what a load writes, where its batches go, and :func:`load` itself.
 """
 
 from __future__ import annotations
@@ -18,14 +20,14 @@ from heapdb.loader.store.lifecycle import delete_objects, drop
 from heapdb.loader.store.schema import SCHEMA, STORE_VERSION, ensure_schema
 from heapdb.loader.store.snapshots import Snapshot, get_snapshot, list_snapshots
 from heapdb.loader.store.summaries import TOP_RANKS, LoadInput, reference_label
-from heapdb.loader.store.writer import CREATE_OBJECTS, DEFAULT_BATCH, LoadReport, load, node_rows
+from heapdb.loader.store.writer import DEFAULT_BATCH, WRITERS, LoadReport, load, object_batch
 
 __all__ = [
-    "CREATE_OBJECTS",
     "DEFAULT_BATCH",
     "SCHEMA",
     "STORE_VERSION",
     "TOP_RANKS",
+    "WRITERS",
     "LoadInput",
     "LoadReport",
     "Snapshot",
@@ -35,6 +37,6 @@ __all__ = [
     "get_snapshot",
     "list_snapshots",
     "load",
-    "node_rows",
+    "object_batch",
     "reference_label",
 ]

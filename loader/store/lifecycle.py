@@ -6,14 +6,20 @@ A ``:Snapshot`` node gives a tag to a ``sid`` (a number allocated per load) and 
   ``heartbeat`` (an ISO time it refreshes every :data:`HEARTBEAT_SECONDS`) say who writes it.
 - ``ready``: visible. ``references_ready`` is false while the loader still writes the references,
   true after.
-- ``dropping``: invisible again; its records are being freed.
+- ``failed``: a load that ended without finishing; invisible to questions, listed (``heapdb
+  snapshots --all``, ``/api/snapshots?all=true``) with ``failure``, the reason, and ``failed_at``.
+  The purger frees its records and marks it ``purged``; the node itself stays, so that the failure
+  can be seen, until the tag is loaded again or dropped.
+- ``dropping``: invisible again; its records are being freed, then the node goes.
 
 Every query starts from a ready snapshot, so a load that fails or is interrupted is invisible once
-it is hidden: the loader hides its own snapshot when it fails, and the next heapdb command
-(:func:`tidy`, run by :func:`heapdb.db.connect`) hides a ``loading`` snapshot, or a ``ready`` one still
-without its references, whose loader is dead (killed, or its machine gone). A loader is dead when it
-ran on this host and its pid is gone, or on another host and its heartbeat is older than
-:data:`STALE_SECONDS`.
+it is marked failed: the loader marks its own snapshot when it fails (the reason is the error), and
+the next heapdb command (:func:`tidy`, run by :func:`heapdb.db.connect`) marks a ``loading``
+snapshot, or a ``ready`` one still without its references, whose loader is dead (killed, or its
+machine gone; the reason says which process stopped sending heartbeats when). A loader is dead when
+it ran on this host and its pid is gone, or on another host and its heartbeat is older than
+:data:`STALE_SECONDS`. No state is ambiguous: ``loading`` always means a live loader, as far as the
+last command could tell.
 
 Hiding (:func:`hide`) is one small transaction whatever the size of the snapshot, so ``heapdb drop``
 and ``load --replace`` take a moment; freeing the records is the purger's work (:mod:`.purge`), a
@@ -36,10 +42,13 @@ from heapdb import config
 from heapdb.db import Database, translate_errors
 from heapdb.errors import HeapdbError, LoadError, NotFound
 from heapdb.loader.store.schema import ensure_schema
+from heapdb.units import shorten
 
 HEARTBEAT_SECONDS = 10  # how often a load in progress (and the purger) says it is alive
 STALE_SECONDS = 60  # a loader or purger on another host silent this long is taken for dead
 
+MAX_TAG_CHARS = 1_000  # a tag stays short enough to be a path segment of the REST service's URLs
+FAILURE_CHARS = 2_000  # a failure's reason is cut to this many characters
 DELETE_BATCH = 20_000  # records per transaction when freeing a snapshot
 CHUNK_OBJECTS = 100_000  # objects per delete statement: the unit of progress, and where a purge may stop
 BIG_HOLDER = 50_000  # an object holding more references than this has them deleted on their own
@@ -94,13 +103,68 @@ def unfinished(row: dict[str, Any]) -> bool:
     return row["status"] == "loading" or (row["status"] == "ready" and row.get("references_ready") is False)
 
 
-def hide(database: Database, sids: list[int]) -> None:
-    """Make these snapshots invisible, in one transaction (status 'dropping'); the purger frees them."""
-    if sids:
+def hide(database: Database, sids: list[int], *, failure: BaseException | str | None = None) -> None:
+    """Make these snapshots invisible, in one transaction; the purger frees their records.
+
+    Without ``failure`` they are dropped (status ``dropping``: the purger deletes them whole). With
+    it they are loads that failed (status ``failed``, the reason in ``failure``: an exception's
+    text, or a sentence); the purger frees their records but keeps the node, so that the failure
+    stays listed until the tag is loaded again or dropped. Only a snapshot still ``loading`` or
+    ``ready`` is marked failed: one dropped meanwhile stays dropped.
+    """
+    if not sids:
+        return
+    if failure is None:
         database.write(
             "MATCH (s:Snapshot) WHERE s.sid IN $sids SET s.status = 'dropping', s.dropped_at = $now",
-            {"sids": list(sids), "now": datetime.now(UTC).isoformat(timespec="seconds")},
+            {"sids": list(sids), "now": _now()},
         )
+        return
+    fail(database, dict.fromkeys(sids, failure_text(failure)))
+
+
+def fail(database: Database, reasons: dict[int, str]) -> None:
+    """Mark these snapshots failed, each with its reason, in one transaction (see :func:`hide`)."""
+    if reasons:
+        database.write(
+            "UNWIND $failed AS f MATCH (s:Snapshot {sid: f.sid}) WHERE s.status IN ['loading', 'ready'] "
+            "SET s.status = 'failed', s.failure = f.reason, s.failed_at = $now",
+            {"failed": [{"sid": sid, "reason": reason} for sid, reason in reasons.items()], "now": _now()},
+        )
+
+
+def failure_text(failure: BaseException | str) -> str:
+    """The reason a failed load records: a sentence as given, or an exception said in one line."""
+    if isinstance(failure, str):
+        text = failure
+    elif isinstance(failure, KeyboardInterrupt):
+        text = "interrupted (Ctrl-C or SIGINT)"
+    elif isinstance(failure, SystemExit):
+        text = f"the loader exited (status {failure.code})"
+    elif isinstance(failure, HeapdbError):
+        text = str(failure) or type(failure).__name__
+    else:
+        text = f"{type(failure).__name__}: {failure}" if str(failure) else type(failure).__name__
+    # Stored as data and shown on terminals: one line, no control characters, no surrogates (which
+    # Neo4j's driver cannot encode), each written as its escape.
+    text = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+    return shorten(text, FAILURE_CHARS)
+
+
+def dead_loader_reason(row: dict[str, Any]) -> str:
+    """Why a load whose loader is gone failed, from what its node says (``pid``, ``host``, ``heartbeat``)."""
+    pid, host = row.get("pid"), row.get("host")
+    last = row.get("heartbeat") or row.get("started_at")
+    if not pid:
+        return "the load stopped before it finished (its loader left no pid or heartbeat)"
+    said = f"loader process {pid} on {host} stopped sending heartbeats at {last}"
+    if host == socket.gethostname():
+        return said + " (the process is gone: killed or crashed)"
+    return said + f" (silent for {row.get('age')} s, more than {STALE_SECONDS} s)"
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def purge_log() -> Path:
@@ -141,7 +205,7 @@ def start_purge(database: Database) -> None:
 # One read for housekeeping: every snapshot not plainly ready, and the purger's claim if any.
 _UNSETTLED = f"""
 OPTIONAL MATCH (s:Snapshot) WHERE s.status <> 'ready' OR s.references_ready = false
-WITH collect(s {{.sid, .tag, .status, .references_ready, .pid, .host,
+WITH collect(s {{.sid, .tag, .status, .references_ready, .pid, .host, .heartbeat, .started_at, .purged,
                  age: duration.inSeconds(datetime(coalesce(s.heartbeat, s.started_at)), datetime()).seconds}}) AS snapshots
 OPTIONAL MATCH (p:Purger)
 RETURN snapshots, collect(p {{.pid, .host, .token, age: {age("p")}}}) AS purgers
@@ -214,7 +278,11 @@ def delete_objects(
                 "CALL (g) { DELETE g } IN TRANSACTIONS OF $batch ROWS",
                 batch=batch,
             )
-    database.write("MATCH (s:Snapshot {sid: $sid}) DELETE s", {"sid": sid})
+    # A dropped snapshot goes; a failed one stays listed, marked purged (see hide).
+    database.write(
+        "MATCH (s:Snapshot {sid: $sid}) SET s.purged = true WITH s WHERE s.status <> 'failed' DELETE s",
+        {"sid": sid},
+    )
     return True
 
 
@@ -249,16 +317,17 @@ def drop(database: Database, tag: str, *, wait: bool = True, say: Say = _quiet) 
 def tidy(database: Database, say: Say = _quiet) -> None:
     """Housekeeping for every heapdb command (see :func:`heapdb.db.connect`): one cheap read.
 
-    Hides the snapshots whose loader died before they were complete, and starts a purger when hidden
-    snapshots wait to be freed and none works on them. Says one line when it does something.
+    Marks failed the snapshots whose loader died before they were complete (with the reason: which
+    process stopped sending heartbeats when), and starts a purger when hidden snapshots wait to be
+    freed and none works on them. Says one line when it does something.
     """
     row = database.read(_UNSETTLED)[0]
     snapshots, purgers = row["snapshots"], row["purgers"]
     if not snapshots:
         return
     dead = [s for s in snapshots if unfinished(s) and not loader_alive(s)]
-    hide(database, [s["sid"] for s in dead])
-    waiting = len(dead) + sum(1 for s in snapshots if s["status"] == "dropping")
+    fail(database, {s["sid"]: dead_loader_reason(s) for s in dead})
+    waiting = len(dead) + sum(1 for s in snapshots if waits_for_purge(s))
     if not waiting or any(purger_alive(p) for p in purgers):
         if dead:
             say(_hid(dead) + "; a purger already frees records in the background")
@@ -270,9 +339,14 @@ def tidy(database: Database, say: Say = _quiet) -> None:
         say(f"freeing the records of {_count(waiting, 'dropped snapshot')} in the background")
 
 
+def waits_for_purge(row: dict[str, Any]) -> bool:
+    """A snapshot whose records the purger has yet to free: dropped, or failed and not yet purged."""
+    return row["status"] == "dropping" or (row["status"] == "failed" and not row.get("purged"))
+
+
 def _hid(dead: list[dict[str, Any]]) -> str:
     tags = ", ".join(sorted({repr(s["tag"]) for s in dead}))
-    return f"hid {_count(len(dead), 'unfinished load')} ({tags}) whose loader is gone"
+    return f"hid {_count(len(dead), 'unfinished load')} ({tags}) whose loader is gone (listed as failed)"
 
 
 def _count(n: int, noun: str) -> str:
@@ -291,12 +365,30 @@ def purger_alive(row: dict[str, Any]) -> bool:
     return fresh
 
 
+def check_tag(tag: str) -> None:
+    """Refuse the few tags no URL can carry; any character is fine otherwise (``/`` included).
+
+    ``.`` and ``..`` (and the empty tag) would be path segments every HTTP client and browser
+    removes or resolves, a lone surrogate cannot be stored, and a tag must fit in a URL.
+    """
+    if tag in ("", ".", ".."):
+        raise LoadError(f"a tag cannot be {tag!r}: choose a name (any characters, '/' included)")
+    if len(tag) > MAX_TAG_CHARS:
+        raise LoadError(f"a tag is at most {MAX_TAG_CHARS:,} characters; this one has {len(tag):,}")
+    try:
+        tag.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise LoadError(f"a tag must be valid Unicode text: {tag!r} holds a lone surrogate") from e
+
+
 def claim(database: Database, tag: str, replace: bool, properties: dict[str, Any]) -> tuple[int, list[int], list[int]]:
     """Create the new snapshot in state ``loading``; return its sid, the ready sids it will replace and leftovers.
 
-    Leftovers are this tag's snapshots that never completed (their loader is dead) or are being
-    dropped; the caller hides them. A tag whose load still runs is refused.
+    Leftovers are this tag's snapshots that never completed (their loader is dead), failed or are
+    being dropped; the caller hides them. A tag whose load still runs is refused, and so is a tag
+    :func:`check_tag` refuses.
     """
+    check_tag(tag)
     rows = database.read(f"MATCH (s:Snapshot {{tag: $tag}}) RETURN {_LOADER}", {"tag": tag})
     ready = [r["sid"] for r in rows if r["status"] == "ready" and not unfinished(r)]
     if ready and not replace:

@@ -1,8 +1,9 @@
-"""The purger: frees the records of hidden (``dropping``) snapshots, one purger per database.
+"""The purger: frees the records of hidden (dropped or failed) snapshots, one purger per database.
 
 ``heapdb drop`` and ``load --replace`` only hide a snapshot, in one transaction (see
-:mod:`.lifecycle`); this frees its records afterwards. It runs as ``python -m
-heapdb.loader.store.purge`` in the background, started by
+:mod:`.lifecycle`), and a load that fails is only marked failed; this frees their records
+afterwards (keeping a failed load's ``:Snapshot`` node, marked ``purged``, so that it stays
+listed). It runs as ``python -m heapdb.loader.store.purge`` in the background, started by
 :func:`~heapdb.loader.store.lifecycle.start_purge`, or in the foreground for ``heapdb drop --wait``
 and ``heapdb purge``.
 
@@ -44,9 +45,10 @@ def _now() -> str:
 
 
 def pending(database: Database) -> list[dict[str, Any]]:
-    """The hidden snapshots whose records wait to be freed, oldest first, with how many there are."""
+    """The hidden snapshots whose records wait to be freed, oldest first, with how many there are:
+    the dropped ones, and the failed ones not yet purged (whose node stays, see :mod:`.lifecycle`)."""
     return database.read(
-        "MATCH (s:Snapshot {status: 'dropping'}) "
+        "MATCH (s:Snapshot) WHERE s.status = 'dropping' OR (s.status = 'failed' AND s.purged IS NULL) "
         "RETURN s.sid AS sid, s.tag AS tag, coalesce(s.object_count, 0) + coalesce(s.reference_count, 0) AS records "
         "ORDER BY s.sid"
     )

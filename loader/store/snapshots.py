@@ -18,7 +18,8 @@ class Snapshot:
 
     ``status`` is ``loading`` until the objects and groups are written, then ``ready`` (``dropping``
     while its records are freed); a ready snapshot still loading its references says
-    ``references_ready = False``. Properties a node lacks (an unfinished load has no ``loaded_at``, a
+    ``references_ready = False``. A load that ended without finishing is ``failed``, with the reason
+    in ``failure`` and ``purged`` once its records are freed (see :mod:`.lifecycle`). Properties a node lacks (an unfinished load has no ``loaded_at``, a
     finished one no ``pid``) are None; ``meta`` is the stored JSON text decoded.
     """
 
@@ -45,6 +46,9 @@ class Snapshot:
     pid: int | None = None
     host: str | None = None
     heartbeat: str | None = None  # refreshed by a load in progress; see lifecycle
+    failure: str | None = None  # why a failed load failed: the error, or which loader went silent when
+    failed_at: str | None = None
+    purged: bool | None = None  # a failed load's records are freed (the node stays, to be listed)
     meta: dict[str, Any] = field(default_factory=dict, hash=False)  # a dict cannot be hashed; the rest can
 
     @classmethod
@@ -65,7 +69,7 @@ class Snapshot:
 
 
 def list_snapshots(database: Database, *, include_incomplete: bool = False) -> list[Snapshot]:
-    """All snapshots, oldest first; loads in progress or abandoned only when asked for."""
+    """All snapshots, oldest first; loads in progress, failed or being dropped only when asked for."""
     rows = database.read(
         "MATCH (s:Snapshot) WHERE $all OR s.status = 'ready' RETURN s {.*} AS s ORDER BY s.loaded_at, s.sid",
         {"all": include_incomplete},

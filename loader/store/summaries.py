@@ -17,10 +17,15 @@ from heapdb.loader.analysis import Analysis, outermost_members
 from heapdb.loader.analysis.ranking import largest_first
 from heapdb.loader.graph import EDGE_KIND_NAMES, NUMERIC_NAME_KINDS, HeapGraph
 from heapdb.loader.paths import FirstPaths, first_paths, path_hops
+from heapdb.loader.store.bulk import NULL
 from heapdb.units import shorten
 
 TOP_RANKS = 1000  # how far top lists go (the API's largest limit); see LoadInput.top_ranks
-NO_OBJECT = np.iinfo(np.int64).min  # "none" in TreeIds' columns (0 can be an object id; this cannot)
+# How many members a path group names, largest retained first (leaks-paths' largest `samples`).
+PATH_SAMPLES = 20
+# "None" in TreeIds' columns (0 can be an object id; this cannot). It is the writer's NULL, so these
+# columns go into a batch as they are and a missing parent is a missing property.
+NO_OBJECT = NULL
 
 
 @dataclass(frozen=True)
@@ -85,20 +90,24 @@ class LoadInput:
         via[reached] = g.ids[holders]
         return TreeIds(dom=dom, via=via)
 
-    def first_hop_labels(self, lo: int, hi: int) -> list[tuple[str, str] | None]:
-        """For objects ``lo`` to ``hi``: the kind and name of the reference their first path arrives by."""
-        g = self.graph
-        edges = self.paths.parent_edge[lo:hi].tolist()
-        kinds, names = g.edge_kind, g.edge_name
-        return [None if e < 0 else reference_label(g, int(kinds[e]), int(names[e])) for e in edges]
-
     def path_groups(self) -> list[list[Any]]:
-        """One row per distinct first-path signature: [sig, path text, hops, *group figures]."""
+        """One row per distinct first-path signature: [sig, path text, hops, *group figures, samples].
+
+        ``samples``: the ids of the group's first PATH_SAMPLES members, largest retained first, so
+        that a question naming a group's members reads them here instead of an index over every
+        object's signature.
+        """
+        g = self.graph
+        signature = self.paths.signature
+        ranked, place = _first_in_groups(self._largest_first(), signature, PATH_SAMPLES)
+        kept = ranked[place < PATH_SAMPLES]
+        bounds = np.flatnonzero(np.r_[True, signature[kept][1:] != signature[kept][:-1]])
+        samples = dict(zip(signature[kept][bounds].tolist(), np.split(g.ids[kept], bounds[1:])))
         rows = []
-        synthetic = self.graph.synthetic_nodes()
-        for sig, first, figures in self._groups(self.paths.signature):
-            hops = path_hops(self.graph, self.paths, first, synthetic)
-            rows.append([int(sig), " / ".join(hops), hops, *figures])
+        synthetic = g.synthetic_nodes()
+        for sig, first, figures in self._groups(signature):
+            hops = path_hops(g, self.paths, first, synthetic)
+            rows.append([int(sig), " / ".join(hops), hops, *figures, samples[sig].tolist()])
         return rows
 
     def type_groups(self) -> list[list[Any]]:
@@ -149,14 +158,24 @@ class LoadInput:
         small. Order: :func:`~heapdb.loader.analysis.ranking.largest_first`'s, as ``heapdb analyze`` lists them.
         """
         g = self.graph
-        order = largest_first(self.retained_size, g.ids, np.flatnonzero(self._members()))
+        order = self._largest_first()
         rank = np.zeros(g.node_count, dtype=np.int64)
         rank[order[:depth]] = np.arange(1, min(depth, order.size) + 1)
-        by_type = order[np.argsort(g.type[order], kind="stable")]  # stable: each type keeps the size order
-        types = g.type[by_type]
-        starts = np.flatnonzero(np.r_[True, types[1:] != types[:-1]]) if types.size else np.zeros(0, dtype=np.int64)
-        place = np.arange(types.size) - np.repeat(starts, np.diff(np.r_[starts, types.size]))
+        by_type, place = _first_in_groups(order, g.type, depth)
         type_rank = np.zeros(g.node_count, dtype=np.int64)
         kept = place < depth
         type_rank[by_type[kept]] = place[kept] + 1
         return rank, type_rank
+
+    def _largest_first(self) -> np.ndarray:
+        """The members (see :meth:`_members`), largest retained first, as ``heapdb analyze`` lists them."""
+        return largest_first(self.retained_size, self.graph.ids, np.flatnonzero(self._members()))
+
+
+def _first_in_groups(order: np.ndarray, key: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
+    """``order`` regrouped by ``key`` (each group keeping its order), and each object's place in its group."""
+    grouped = order[np.argsort(key[order], kind="stable")]  # stable: each group keeps the order
+    keys = key[grouped]
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if keys.size else np.zeros(0, dtype=np.int64)
+    place = np.arange(keys.size) - np.repeat(starts, np.diff(np.r_[starts, keys.size]))
+    return grouped, place

@@ -4,8 +4,9 @@ In short (``docs/data-model.md`` has the whole model): one ``:Snapshot`` node pe
 nodes keyed by ``(sid, id)`` that also name their immediate dominator (``dom``) and the holder their
 first retainer path arrives from (``via``), ``:PathGroup`` and ``:TypeGroup`` totals, the ``:Root``
 label on the snapshot's root, then ``:REF`` relationships for the references that retain and
-``:WEAK_REF`` for those that do not. Rows are sent in batches of UNWIND, several transactions at a
-time. The snapshot answers once the objects and groups are written, while the references still
+``:WEAK_REF`` for those that do not. Rows are packed in batches (:mod:`.bulk`) and sent, several
+transactions at a time, to heapdb's Neo4j plugin, or as UNWIND statements to a Neo4j without it
+(:data:`WRITERS`). The snapshot answers once the objects and groups are written, while the references still
 stream in (see :func:`load`); until then it is invisible (see :mod:`.lifecycle`).
 """
 
@@ -23,13 +24,18 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import neo4j
 import numpy as np
 
 from heapdb import progress
 from heapdb.db import Database, translate_errors
+from heapdb.errors import LoadError
+from heapdb.loader.graph import HeapGraph
+from heapdb.loader.store import bulk
+from heapdb.loader.store.bulk import NULL, Batch, Column, Kind, Strings, pack
 from heapdb.loader.store.lifecycle import HEARTBEAT_SECONDS, claim, hide, start_purge
 from heapdb.loader.store.schema import STORE_VERSION, ensure_schema
-from heapdb.loader.store.summaries import NO_OBJECT, LoadInput, reference_label
+from heapdb.loader.store.summaries import LoadInput, reference_label
 from heapdb.units import shorten
 
 DEFAULT_BATCH = 20_000  # rows per write transaction
@@ -45,6 +51,7 @@ class LoadReport:
     references: int
     seconds: dict[str, float] = field(default_factory=dict)
     ready_seconds: float = 0.0  # from the start of the write until the snapshot answered questions
+    writer: str = "cypher"  # what wrote it: "plugin" (heapdb's Neo4j plugin) or "cypher" (see WRITERS)
 
     @property
     def total_seconds(self) -> float:
@@ -53,96 +60,113 @@ class LoadReport:
 
 # --- rows -------------------------------------------------------------------------------------
 
+# An :Object's properties, in the order of a batch's columns (docs/data-model.md says what each
+# means). The writer sends no cell for NULL, so a property that does not apply is not stored at all.
+OBJECT_COLUMNS = (
+    Column("id", Kind.INTEGER),
+    Column("type", Kind.TEXT),
+    Column("name", Kind.TEXT),
+    Column("kind", Kind.TEXT),
+    Column("self_size", Kind.INTEGER),
+    Column("retained_size", Kind.INTEGER),
+    Column("retained_count", Kind.INTEGER),
+    Column("distance", Kind.INTEGER),
+    Column("reachable", Kind.BOOLEAN),
+    Column("detached", Kind.BOOLEAN),  # only ever true: set on detached DOM objects alone
+    Column("path_sig", Kind.INTEGER),
+    Column("rank", Kind.INTEGER),
+    Column("type_rank", Kind.INTEGER),
+    Column("dom", Kind.INTEGER),
+    Column("via", Kind.INTEGER),
+    Column("via_kind", Kind.TEXT),
+    Column("via_name", Kind.TEXT),
+)
+# A reference's properties; its relationship type is REFERENCE_TYPES[0] when it retains, else [1].
+REFERENCE_COLUMNS = (Column("kind", Kind.TEXT), Column("name", Kind.TEXT))
+REFERENCE_TYPES = ("REF", "WEAK_REF")
+
 
 def _chunks(total: int, size: int) -> Iterator[tuple[int, int]]:
     for start in range(0, total, size):
         yield start, min(total, start + size)
 
 
-def node_rows(data: LoadInput, ranks: tuple[np.ndarray, np.ndarray], lo: int, hi: int) -> list[list[Any]]:
-    """The rows of ``CREATE_OBJECTS`` for objects ``lo`` to ``hi`` (see its column list)."""
+def _null_where(values: np.ndarray, missing: np.ndarray) -> np.ndarray:
+    return np.where(missing, NULL, values)
+
+
+def _reference_labels(strings: Strings, g: HeapGraph, kinds: np.ndarray, names: np.ndarray) -> list[np.ndarray]:
+    """Columns of the stored kind and name (see :func:`reference_label`) of references given by
+    their edge kinds and names; each distinct pair is labelled once."""
+    if len(kinds) == 0:
+        return [np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)]
+    pairs, inverse = np.unique(np.stack([kinds.astype(np.int64), names.astype(np.int64)]), axis=1, return_inverse=True)
+    labels = [reference_label(g, k, n) for k, n in zip(pairs[0].tolist(), pairs[1].tolist())]
+    inverse = inverse.reshape(-1)
+    return [strings.add([label[0] for label in labels])[inverse], strings.add([label[1] for label in labels])[inverse]]
+
+
+def object_batch(data: LoadInput, ranks: tuple[np.ndarray, np.ndarray], lo: int, hi: int) -> Batch:
+    """Objects ``lo`` to ``hi`` as a batch of :data:`OBJECT_COLUMNS`."""
     g = data.graph
-    strings, kinds = g.strings, g.node_kinds
-    detached = g.detachedness
+    strings = Strings()
     holders = data.tree_ids
-    labels = data.first_hop_labels(lo, hi)
-    columns = zip(
-        g.ids[lo:hi].tolist(),
-        g.type[lo:hi].tolist(),
-        g.name[lo:hi].tolist(),
-        g.kind[lo:hi].tolist(),
-        g.self_size[lo:hi].tolist(),
-        data.retained_size[lo:hi].tolist(),
-        data.retained_count[lo:hi].tolist(),
-        data.distance[lo:hi].tolist(),
-        data.reachable[lo:hi].tolist(),
-        (detached[lo:hi].tolist() if detached is not None else [0] * (hi - lo)),
-        data.paths.signature[lo:hi].tolist(),
-        ranks[0][lo:hi].tolist(),
-        ranks[1][lo:hi].tolist(),
-        holders.dom[lo:hi].tolist(),
-        holders.via[lo:hi].tolist(),
-        labels,
-    )
-    return [
-        [
-            i,
-            strings[t],
-            shorten(strings[n]),
-            kinds[k],
-            s,
-            r,
-            c,
-            (d if d >= 0 else None),
-            bool(reach),
-            det == 2,
-            (p or None),
-            (rk or None),
-            (tr or None),
-            (dom if dom != NO_OBJECT else None),
-            (via if via != NO_OBJECT else None),
-            (label[0] if label else None),
-            (label[1] if label else None),
-        ]
-        for i, t, n, k, s, r, c, d, reach, det, p, rk, tr, dom, via, label in columns
+    distance = data.distance[lo:hi]
+    detached = g.detachedness
+    edges = data.paths.parent_edge[lo:hi]
+    arrived = edges >= 0
+    via_labels = [np.full(hi - lo, NULL, dtype=np.int64) for _ in range(2)]
+    for column, values in zip(
+        via_labels, _reference_labels(strings, g, g.edge_kind[edges[arrived]], g.edge_name[edges[arrived]])
+    ):
+        column[arrived] = values
+    signature, rank, type_rank = data.paths.signature[lo:hi], ranks[0][lo:hi], ranks[1][lo:hi]
+    columns = [
+        g.ids[lo:hi],
+        strings.codes(g.type[lo:hi], g.strings.__getitem__),
+        strings.codes(g.name[lo:hi], lambda s: shorten(g.strings[s])),
+        strings.codes(g.kind[lo:hi], g.node_kinds.__getitem__),
+        g.self_size[lo:hi],
+        data.retained_size[lo:hi],
+        data.retained_count[lo:hi],
+        _null_where(distance, distance < 0),
+        data.reachable[lo:hi],
+        (np.where(detached[lo:hi] == 2, 1, NULL) if detached is not None else np.full(hi - lo, NULL)),
+        _null_where(signature, signature == 0),
+        _null_where(rank, rank == 0),
+        _null_where(type_rank, type_rank == 0),
+        holders.dom[lo:hi],  # NO_OBJECT is NULL: no property
+        holders.via[lo:hi],
+        *via_labels,
     ]
+    return pack(columns, strings)
 
 
-def _edge_rows(data: LoadInput, sources: np.ndarray, lo: int, hi: int, retaining: bool) -> list[list[Any]]:
+def reference_batch(data: LoadInput, sources: np.ndarray, ends: np.ndarray, lo: int, hi: int) -> Batch:
+    """References ``lo`` to ``hi`` as a batch: their two ends as ``ends`` names objects, the index of
+    their type in :data:`REFERENCE_TYPES`, then :data:`REFERENCE_COLUMNS`."""
     g = data.graph
-    selected = np.flatnonzero(data.retaining[lo:hi] == retaining) + lo
-    return [
-        [src, dst, *reference_label(g, kind, name)]
-        for src, dst, kind, name in zip(
-            g.ids[sources[selected]].tolist(),
-            g.ids[g.edge_to[selected]].tolist(),
-            g.edge_kind[selected].tolist(),
-            g.edge_name[selected].tolist(),
-        )
-    ]
+    strings = Strings()
+    labels = _reference_labels(strings, g, g.edge_kind[lo:hi], g.edge_name[lo:hi])
+    kind = np.where(data.retaining[lo:hi], 0, 1)
+    return pack([ends[sources[lo:hi]], ends[g.edge_to[lo:hi]], kind, *labels], strings, lead=3)
 
 
-CREATE_OBJECTS = """
-UNWIND $rows AS r
-CREATE (o:Object {sid: $sid, id: r[0], type: r[1], name: r[2], kind: r[3], self_size: r[4],
-                  retained_size: r[5], retained_count: r[6], distance: r[7], reachable: r[8], path_sig: r[10],
-                  rank: r[11], type_rank: r[12], dom: r[13], via: r[14], via_kind: r[15], via_name: r[16]})
-FOREACH (_ IN CASE WHEN r[9] THEN [1] ELSE [] END | SET o.detached = true)
-"""
-
-
-CREATE_REFS = """
-UNWIND $rows AS r
-MATCH (a:Object {sid: $sid, id: r[0]}), (b:Object {sid: $sid, id: r[1]})
-CREATE (a)-[:REF {kind: r[2], name: r[3]}]->(b)
-"""
-
-CREATE_WEAK_REFS = CREATE_REFS.replace(":REF", ":WEAK_REF")
+CREATE_OBJECTS = (
+    "UNWIND $rows AS r CREATE (:Object {sid: $sid, "
+    + ", ".join(f"{column.key}: r[{i}]" for i, column in enumerate(OBJECT_COLUMNS))
+    + "})"
+)
+CREATE_REFERENCES = {
+    name: "UNWIND $rows AS r MATCH (a:Object {sid: $sid, id: r[0]}), (b:Object {sid: $sid, id: r[1]}) "
+    f"CREATE (a)-[:{name} {{kind: r[3], name: r[4]}}]->(b)"
+    for name in REFERENCE_TYPES
+}
 
 CREATE_PATH_GROUPS = """
 UNWIND $rows AS r
 CREATE (:PathGroup {sid: $sid, sig: r[0], path: r[1], hops: r[2], objects: r[3], self_size: r[4], retained_size: r[5],
-                    max_retained_size: r[6]})
+                    max_retained_size: r[6], samples: r[7]})
 """
 
 CREATE_TYPE_GROUPS = """
@@ -151,29 +175,88 @@ CREATE (:TypeGroup {sid: $sid, type: r[0], objects: r[1], self_size: r[2], retai
 """
 
 
-def _run_batches(
-    database: Database,
-    statement: str,
-    sid: int,
-    batches: Iterator[list[list[Any]]],
-    bar: Any,
-    workers: int,
-) -> int:
-    """Send row batches, each in its own write transaction, ``workers`` at a time."""
+# --- where the rows go ----------------------------------------------------------------------------
 
-    def send(rows: list[list[Any]]) -> int:
-        with translate_errors(database.connection), database.session() as session:
-            session.execute_write(lambda tx: tx.run(statement, rows=rows, sid=sid).consume())
-        return len(rows)
+WRITERS = ("auto", "plugin", "cypher")  # how a load may write; "auto": the plugin when Neo4j has it
 
+
+class _PluginSink:
+    """Through heapdb's Neo4j plugin: references name their ends by the internal ids of the nodes
+    written, so no index is searched for them."""
+
+    name = "plugin"
+
+    def __init__(self, database: Database, sid: int, objects: int) -> None:
+        self.database, self.sid = database, sid
+        self.ends = np.full(objects, -1, dtype=np.int64)
+
+    def objects(self, batch: Batch, lo: int, hi: int) -> None:
+        self.ends[lo:hi] = bulk.create_nodes(self.database, "Object", {"sid": self.sid}, OBJECT_COLUMNS, batch)
+
+    def references(self, batch: Batch) -> None:
+        bulk.create_relationships(self.database, REFERENCE_TYPES, REFERENCE_COLUMNS, batch)
+
+
+class _CypherSink:
+    """Through UNWIND statements, for a Neo4j without the plugin; ends are found by (sid, id)."""
+
+    name = "cypher"
+
+    def __init__(self, database: Database, sid: int, ids: np.ndarray) -> None:
+        self.database, self.sid = database, sid
+        self.ends = ids
+
+    def objects(self, batch: Batch, lo: int, hi: int) -> None:
+        rows = batch.rows(OBJECT_COLUMNS)
+        with translate_errors(self.database.connection), self.database.session() as session:
+            session.execute_write(lambda tx: tx.run(CREATE_OBJECTS, rows=rows, sid=self.sid).consume())
+
+    def references(self, batch: Batch) -> None:
+        rows = batch.rows(REFERENCE_COLUMNS)
+
+        def work(tx: neo4j.ManagedTransaction) -> None:
+            for index, name in enumerate(REFERENCE_TYPES):
+                typed = [row for row in rows if row[2] == index]
+                if typed:
+                    tx.run(CREATE_REFERENCES[name], rows=typed, sid=self.sid).consume()
+
+        with translate_errors(self.database.connection), self.database.session() as session:
+            session.execute_write(work)
+
+
+def _use_plugin(database: Database, writer: str, say: Callable[[str], None]) -> bool:
+    """Whether to write through the plugin: when the connected Neo4j has one this loader speaks to and
+    ``writer`` allows it; else Cypher, saying why in one line (or failing, if ``writer`` is "plugin")."""
+    if writer not in WRITERS:
+        raise ValueError(f"writer must be one of {', '.join(WRITERS)}, not {writer!r}")
+    if writer == "cypher":
+        return False
+    protocol = bulk.plugin_protocol(database)
+    if protocol == bulk.PROTOCOL:
+        return True
+    where = database.connection.describe()
+    why = (
+        f"{where} has no heapdb plugin"
+        if protocol is None
+        else f"the heapdb plugin in {where} speaks protocol {protocol}, this heapdb {bulk.PROTOCOL}"
+    )
+    if writer == "plugin":
+        raise LoadError(f"{why}; {PLUGIN_HINT}")
+    say(f"{why}: writing through Cypher, several times slower ({PLUGIN_HINT})")
+    return False
+
+
+PLUGIN_HINT = "`heapdb neo4j install` adds the plugin to the managed Neo4j; docs/operations.md tells how for your own"
+
+
+def _run_batches(send: Callable[[Any], int], batches: Iterator[Any], bar: Any, workers: int) -> int:
+    """``send`` each batch (in its own write transaction), ``workers`` at a time; how many rows went."""
     written = 0
-    # Building the next batch's rows in Python overlaps with Neo4j writing the previous one.
+    # Building the next batch's rows overlaps with Neo4j writing the previous one.
     with ThreadPoolExecutor(max_workers=workers) as pool:
         pending = []
-        for rows in batches:
-            if not rows:
-                continue
-            pending.append(pool.submit(send, rows))
+        for batch in batches:
+            pending.append(pool.submit(send, batch))
             while len(pending) >= workers * 2:
                 done = pending.pop(0).result()
                 written += done
@@ -195,6 +278,7 @@ def load(
     source: str | None = None,
     batch_size: int = DEFAULT_BATCH,
     workers: int = 2,
+    writer: str = "auto",
     say: Callable[[str], None] = lambda _m: None,
     on_ready: Callable[[LoadReport], None] = lambda _r: None,
 ) -> LoadReport:
@@ -204,8 +288,10 @@ def load(
     totals; then the snapshot becomes ``ready`` with ``references_ready: false``, ``on_ready`` is
     called, and every question that needs no references answers. Then the references, after which
     ``references_ready`` turns true. A load that fails or is interrupted at any point ends invisible.
+    ``writer`` is one of :data:`WRITERS`.
     """
     g = data.graph
+    plugin = _use_plugin(database, writer, say)
     ensure_schema(database)
     properties = {
         "store_version": STORE_VERSION,
@@ -227,25 +313,29 @@ def load(
         "meta": json.dumps({**{k: v for k, v in g.meta.items() if _jsonable(v)}, **(meta or {})}, sort_keys=True),
     }
     sid, replaced, leftovers = claim(database, tag, replace, properties)
-    report = LoadReport(tag=tag, sid=sid, objects=g.node_count, references=g.edge_count)
+    sink: _PluginSink | _CypherSink = (
+        _PluginSink(database, sid, g.node_count) if plugin else _CypherSink(database, sid, g.ids)
+    )
+    report = LoadReport(tag=tag, sid=sid, objects=g.node_count, references=g.edge_count, writer=sink.name)
     if leftovers:
         say(f"the leftovers of an earlier, unfinished load of {tag!r} are freed in the background")
         hide(database, leftovers)
         start_purge(database)
     with _Heartbeat(database, sid) as heartbeat:
         try:
-            _write_objects_and_groups(database, data, sid, report, batch_size, workers)
+            _write_objects_and_groups(database, data, sink, report, batch_size, workers)
             _switch(database, sid, replaced, report)
             if replaced:
                 start_purge(database)
             on_ready(report)
-            _write_references(database, data, sid, report, batch_size, workers, heartbeat)
-        except BaseException:
+            _write_references(data, sink, report, batch_size, workers, heartbeat)
+        except BaseException as error:
             # Whatever went wrong (a lost connection, Ctrl-C), the snapshot must not stay visible or
-            # look like a load in progress; if even this fails, the next heapdb command finds the
-            # loader gone and hides it (see lifecycle).
+            # look like a load in progress: it is listed as failed, with the error as the reason. If
+            # even this fails, the next heapdb command finds the loader gone and marks it failed
+            # (see lifecycle).
             with contextlib.suppress(Exception):
-                hide(database, [sid])
+                hide(database, [sid], failure=error)
                 start_purge(database)
             raise
     database.write(
@@ -261,20 +351,25 @@ def _now() -> str:
 
 
 def _write_objects_and_groups(
-    database: Database, data: LoadInput, sid: int, report: LoadReport, batch_size: int, workers: int
+    database: Database,
+    data: LoadInput,
+    sink: _PluginSink | _CypherSink,
+    report: LoadReport,
+    batch_size: int,
+    workers: int,
 ) -> None:
     g = data.graph
+    sid = sink.sid
     started = time.monotonic()
     ranks = data.top_ranks()
+
+    def send_objects(span: tuple[int, int]) -> int:
+        lo, hi = span
+        sink.objects(object_batch(data, ranks, lo, hi), lo, hi)
+        return hi - lo
+
     with progress.bar("write objects", total=g.node_count, unit="obj") as bar:
-        _run_batches(
-            database,
-            CREATE_OBJECTS,
-            sid,
-            (node_rows(data, ranks, lo, hi) for lo, hi in _chunks(g.node_count, batch_size)),
-            bar,
-            workers,
-        )
+        _run_batches(send_objects, _chunks(g.node_count, batch_size), bar, workers)
     database.write("MATCH (o:Object {sid: $sid, id: $id}) SET o:Root", {"sid": sid, "id": int(g.ids[g.root])})
     report.seconds["objects"] = time.monotonic() - started
 
@@ -283,10 +378,13 @@ def _write_objects_and_groups(
         ("path groups", CREATE_PATH_GROUPS, data.path_groups()),
         ("type groups", CREATE_TYPE_GROUPS, data.type_groups()),
     ):
+
+        def send_groups(rows: list[list[Any]], statement: str = statement) -> int:
+            database.write(statement, {"rows": rows, "sid": sid})
+            return len(rows)
+
         with progress.bar(f"write {label}", total=len(groups), unit="group") as bar:
-            _run_batches(
-                database, statement, sid, (groups[lo:hi] for lo, hi in _chunks(len(groups), batch_size)), bar, workers
-            )
+            _run_batches(send_groups, (groups[lo:hi] for lo, hi in _chunks(len(groups), batch_size)), bar, workers)
     report.seconds["groups"] = time.monotonic() - started
 
 
@@ -302,9 +400,8 @@ def _switch(database: Database, sid: int, replaced: list[int], report: LoadRepor
 
 
 def _write_references(
-    database: Database,
     data: LoadInput,
-    sid: int,
+    sink: _PluginSink | _CypherSink,
     report: LoadReport,
     batch_size: int,
     workers: int,
@@ -313,16 +410,14 @@ def _write_references(
     g = data.graph
     started = time.monotonic()
     sources = g.edge_sources()
+
+    def send(span: tuple[int, int]) -> int:
+        lo, hi = span
+        sink.references(reference_batch(data, sources, sink.ends, lo, hi))
+        return hi - lo
+
     with progress.bar("write references", total=g.edge_count, unit="ref") as bar:
-        for statement, retaining in ((CREATE_REFS, True), (CREATE_WEAK_REFS, False)):
-            _run_batches(
-                database,
-                statement,
-                sid,
-                (_edge_rows(data, sources, lo, hi, retaining) for lo, hi in _chunks(g.edge_count, batch_size)),
-                _Counting(bar, heartbeat),
-                workers,
-            )
+        _run_batches(send, _chunks(g.edge_count, batch_size), _Counting(bar, heartbeat), workers)
     report.seconds["references"] = time.monotonic() - started
 
 

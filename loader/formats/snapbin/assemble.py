@@ -160,7 +160,10 @@ class _Accumulator:
             detachedness=detachedness,
             meta=meta,
         )
-        graph.validate()
+        try:
+            graph.validate()
+        except ValueError as e:
+            raise FormatError(self.path, f"inconsistent snapshot: {e}", record="objects") from None
         return graph
 
     def _node_kinds(self, type_index: np.ndarray) -> tuple[list[str], np.ndarray]:
@@ -178,7 +181,9 @@ class _Accumulator:
         kinds, code = _in_order_of_appearance(type_kind[used])
         if kinds.shape[0] > MAX_NODE_KINDS:
             raise FormatError(
-                self.path, f"the objects use {kinds.shape[0]} node kinds; heapdb handles at most {MAX_NODE_KINDS}"
+                self.path,
+                f"the objects use {kinds.shape[0]} node kinds; heapdb handles at most {MAX_NODE_KINDS}",
+                record="types",
             )
         kind_of_type = np.zeros(type_kind.shape[0], dtype=np.uint8)
         kind_of_type[used] = code
@@ -194,7 +199,9 @@ class _Accumulator:
         from heapdb.loader.formats.snapbin.ids import IdIndex  # numba: only readers need it
 
         if ids.shape[0] + 1 >= np.iinfo(np.int32).max:
-            raise FormatError(self.path, f"{ids.shape[0]} objects are more than heapdb's graph can index")
+            raise FormatError(
+                self.path, f"{ids.shape[0]} objects are more than heapdb's graph can index", record="objects"
+            )
         index = IdIndex(ids)
         dup = index.duplicate()
         if dup is not None:
@@ -212,7 +219,11 @@ class _Accumulator:
         """Write the node index of each wanted id into ``out``; an id no object defines is a FormatError."""
         missing = index.lookup(wanted, out)
         if missing >= 0:
-            raise FormatError(self.path, f"{where(missing)}, which no object record defines (dangling reference)")
+            raise FormatError(
+                self.path,
+                f"{where(missing)}, which no object record defines (dangling reference)",
+                record="references to object ids",
+            )
 
     def _where_ref(self, rec: Objects, first: int, j: int) -> str:
         local = int(np.searchsorted(np.cumsum(rec.ref_count, dtype=np.int64), j, side="right"))

@@ -40,6 +40,12 @@ FLAG_CRITICAL = 1
 COLUMN_DETACHEDNESS = 1  # OBJECTS column flag: a u8 detachedness column is present
 
 MAX_PAYLOAD = 1 << 30  # no chunk may hold more than 1 GiB once decompressed
+# All chunks together may hold at most MAX_EXPANSION times the file's size plus MAX_EXPANSION_FLOOR
+# bytes once decompressed, so a small file of chunks that each declare a large size (a decompression
+# bomb) is refused before it is inflated. Real snapshots compress 3-10x with zstd, degenerate
+# synthetic ones (a million identical objects) about 70x.
+MAX_EXPANSION = 256
+MAX_EXPANSION_FLOOR = 64 << 20
 STRINGS_CHUNK_BYTES = 16 << 20  # the writer starts a new strings chunk past this
 STRINGS_CHUNK_COUNT = 1 << 18  # ... or past this many strings
 TRAILER_FIELDS = ("chunks", "strings", "types", "objects", "refs", "roots", "names")

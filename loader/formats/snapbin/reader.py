@@ -9,6 +9,7 @@ whole file and are the assembler's (:mod:`~heapdb.loader.formats.snapbin.assembl
 from __future__ import annotations
 
 import os
+import re
 import struct
 import zlib
 from collections.abc import Iterator
@@ -31,6 +32,8 @@ from heapdb.loader.formats.snapbin.layout import (
     MAGIC,
     MAJOR,
     MAX_EDGE_KIND,
+    MAX_EXPANSION,
+    MAX_EXPANSION_FLOOR,
     MAX_PAYLOAD,
     METADATA,
     MINOR,
@@ -63,9 +66,13 @@ from heapdb.loader.formats.snapbin.records import (
     Types,
     Unknown,
 )
+from heapdb.loader.formats.text import safe_strings, safe_text
 
 if TYPE_CHECKING:
     from heapdb.progress import ByteProgress
+
+# A UTF-8-encoded surrogate (WTF-8, ED A0..BF xx): the only way a lone one gets into a decoded string.
+_ENCODED_SURROGATE = re.compile(rb"\xed[\xa0-\xbf]")
 
 
 def iter_records(path: str | os.PathLike[str], on_bytes: ByteProgress | None = None) -> Iterator[Record]:
@@ -90,6 +97,8 @@ class _ChunkReader:
         self.path, self.f, self.size, self.on_bytes = path, f, size, on_bytes
         self.totals = Totals()
         self.minor = 0
+        # Payload bytes the chunks may declare in all, once decompressed (see layout.MAX_EXPANSION).
+        self.budget = MAX_EXPANSION * size + MAX_EXPANSION_FLOOR
 
     def fail(self, problem: str, offset: int, record: str | None = None) -> FormatError:
         return FormatError(self.path, problem, offset=offset, record=record)
@@ -177,6 +186,15 @@ class _ChunkReader:
     def _decode(self, codec: int, payload: bytes, raw: int, offset: int, label: str) -> bytes:
         if raw > MAX_PAYLOAD:
             raise self.fail(f"the chunk declares {raw} bytes, above the {MAX_PAYLOAD}-byte limit", offset, label)
+        if raw > self.budget:
+            raise self.fail(
+                f"the chunk declares {raw} decompressed bytes, but only {self.budget} remain of the limit for "
+                f"all chunks together ({MAX_EXPANSION} x the file's {self.size} bytes + {MAX_EXPANSION_FLOOR}); "
+                "a decompression bomb?",
+                offset,
+                label,
+            )
+        self.budget -= raw
         if codec == CODEC_NONE:
             if raw != len(payload):
                 raise self.fail(f"uncompressed chunk: raw length {raw} != stored length {len(payload)}", offset, label)
@@ -219,6 +237,8 @@ class _ChunkReader:
                     pos += n
             except UnicodeDecodeError as e:
                 raise self.fail(f"string {first + len(values)} is not UTF-8: {e.reason}", offset, label) from None
+            if _ENCODED_SURROGATE.search(blob):
+                values = safe_strings(values)
             t.strings += count
             return Strings(offset, index, first, values)
         if kind == TYPES:
@@ -367,7 +387,7 @@ def _parse_metadata(reader: _ChunkReader, data: bytes, count: int, offset: int, 
     def text() -> str:
         (n,) = struct.unpack("<I", take(4))
         try:
-            return take(n).decode("utf-8", "surrogatepass")
+            return safe_text(take(n).decode("utf-8", "surrogatepass"))
         except UnicodeDecodeError:
             raise reader.fail(f"metadata entry {len(values)} holds text that is not UTF-8", offset, label) from None
 

@@ -14,6 +14,12 @@ the declared counts, after checking those counts against the file size); only ``
 ``samples``, ``locations``, and whatever newer V8 versions add) is skipped with a structural scan
 (balanced brackets, terminated strings) without being interpreted.
 
+Bad input of any kind is a :class:`FormatError` with the byte offset: a header field of the wrong
+shape (``node_types`` a string, a field name that is not a string or appears twice), JSON nested
+deeper than :data:`MAX_JSON_DEPTH` in the sections that are parsed (refused by the skip-scan before
+:mod:`json` recurses), numbers out of range. Lone surrogates in ``strings`` become their ``\\uXXXX``
+escapes (:mod:`heapdb.loader.formats.text`).
+
 Everything is driven by ``snapshot.meta``: field order, node types and edge types are looked up by
 name, so Node 20 (``trace_node_id``, ``detachedness``) and Chromium (its own field list) read alike.
 
@@ -36,7 +42,8 @@ Mapping onto the graph contract:
 
 The package: this module is the reader (it walks the file and assembles the graph; the format's
 interface, ``NAME``/``sniff``/``read_graph``, and its tunable ``CHUNK_BYTES`` live here), the numba
-kernels it drives are in :mod:`.scan`, the DevTools class names in :mod:`.classes`.
+kernels it drives are in :mod:`.scan`, the header check in :mod:`.header`, the DevTools class names in
+:mod:`.classes`.
 """
 
 from __future__ import annotations
@@ -44,12 +51,15 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from heapdb.errors import FormatError
+from heapdb.loader.formats.text import safe_strings
 from heapdb.loader.formats.v8.classes import class_names
+from heapdb.loader.formats.v8.header import REQUIRED_EDGE_FIELDS, parse_header
 from heapdb.loader.formats.v8.scan import (
     ERRORS,
     K_DONE,
@@ -88,8 +98,14 @@ EDGE_KIND_BY_V8_TYPE = {
     "invisible": EdgeKind.WEAK,
 }
 
-_REQUIRED_NODE_FIELDS = ("type", "name", "id", "self_size", "edge_count")
-_REQUIRED_EDGE_FIELDS = ("type", "name_or_index", "to_node")
+
+# The sections parsed by json (the header, a key, 'strings') may nest at most this deep; V8 writes
+# four levels. json recurses once per level, so deeper input is refused before it is parsed.
+# Sections that are only skipped (trace_tree nests as deep as allocation stacks) have no limit.
+MAX_JSON_DEPTH = 64
+_UNLIMITED_DEPTH = 1 << 62
+# A JSON escape of a UTF-16 surrogate: where 'strings' can hold a lone one (raw UTF-8 cannot).
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 def sniff(head: bytes) -> bool:
@@ -183,11 +199,16 @@ class _SnapshotReader:
         parts: list[bytes] = []
         while True:
             start = self.pos
-            self.pos = skip_value(self.buf, self.pos, self.buf.shape[0], state)
+            self.pos = skip_value(
+                self.buf, self.pos, self.buf.shape[0], state, MAX_JSON_DEPTH if keep else _UNLIMITED_DEPTH
+            )
             if keep:
                 parts.append(self.buf[start : self.pos].tobytes())
             if state[K_ERROR]:
-                problem = "a control character inside a string" if state[K_ERROR] == 1 else "a malformed value"
+                problem = {
+                    1: "a control character inside a string",
+                    3: f"JSON nested more than {MAX_JSON_DEPTH} levels deep",
+                }.get(int(state[K_ERROR]), "a malformed value")
                 raise self._error(f"{problem} in {key!r}", offset=self.base + int(state[K_ERROR_AT]))
             if state[K_DONE]:
                 break
@@ -200,8 +221,9 @@ class _SnapshotReader:
     def _json_value(self, key: str) -> Any:
         self._peek(f"the value of {key!r}")
         offset = self.base + self.pos
-        raw = self._value_bytes(key, keep=True)
-        assert raw is not None
+        return self._parse_json(self._kept_bytes(key), key, offset)
+
+    def _parse_json(self, raw: bytes, key: str, offset: int) -> Any:
         try:
             return json.loads(raw)
         except json.JSONDecodeError as e:
@@ -209,6 +231,13 @@ class _SnapshotReader:
             raise FormatError(self.path, f"invalid JSON in {key!r}: {e.msg}", offset=where) from None
         except UnicodeDecodeError as e:
             raise FormatError(self.path, f"invalid UTF-8 in {key!r}", offset=offset + e.start) from None
+        except RecursionError:  # not expected below MAX_JSON_DEPTH; a FormatError all the same
+            raise FormatError(self.path, f"JSON nested too deep in {key!r}", offset=offset) from None
+
+    def _kept_bytes(self, key: str) -> bytes:
+        raw = self._value_bytes(key, keep=True)
+        assert raw is not None
+        return raw
 
     # -- top level ----------------------------------------------------------------------------
 
@@ -241,8 +270,10 @@ class _SnapshotReader:
         return self._finish()
 
     def _section(self, key: str, key_offset: int) -> None:
+        if key in ("snapshot", "strings") and (self.meta if key == "snapshot" else self.strings) is not None:
+            raise FormatError(self.path, f"a second {key!r} section", offset=key_offset)
         if key == "snapshot":
-            self.meta = self._parse_header(self._json_value("snapshot"), key_offset)
+            self.meta = parse_header(self.path, self._json_value("snapshot"), key_offset, self.file_size)
         elif key in ("nodes", "edges"):
             if self.meta is None:
                 raise FormatError(
@@ -252,68 +283,16 @@ class _SnapshotReader:
                 raise FormatError(self.path, f"a second {key!r} section", offset=key_offset)
             self._read_int_array(key)
         elif key == "strings":
-            strings = self._json_value("strings")
+            self._peek("the value of 'strings'")
+            offset = self.base + self.pos
+            raw = self._kept_bytes("strings")
+            strings = self._parse_json(raw, "strings", offset)
             if not isinstance(strings, list) or not set(map(type, strings)) <= {str}:
                 raise FormatError(self.path, "'strings' must be an array of strings", offset=key_offset)
-            self.strings = strings
+            # Only an escape can make a lone surrogate (json.loads refuses one in raw UTF-8).
+            self.strings = safe_strings(strings) if _SURROGATE_ESCAPE.search(raw) else strings
         else:
             self._value_bytes(key, keep=False)
-
-    def _parse_header(self, header: Any, offset: int) -> dict[str, Any]:
-        """Validate ``snapshot`` and work out field positions; sizes are checked against the file."""
-        try:
-            meta = header["meta"]
-            node_fields = list(meta["node_fields"])
-            node_types = list(meta["node_types"][0])
-            edge_fields = list(meta["edge_fields"])
-            edge_types = list(meta["edge_types"][0])
-            node_count = header["node_count"]
-            edge_count = header["edge_count"]
-        except (KeyError, IndexError, TypeError) as e:
-            raise FormatError(
-                self.path,
-                f"'snapshot' lacks meta.node_fields/node_types/edge_fields/edge_types or node_count/edge_count ({e!r})",
-                offset=offset,
-            ) from None
-        for label, fields, required in (
-            ("node_fields", node_fields, _REQUIRED_NODE_FIELDS),
-            ("edge_fields", edge_fields, _REQUIRED_EDGE_FIELDS),
-        ):
-            missing = [f for f in required if f not in fields]
-            if missing:
-                raise FormatError(self.path, f"meta.{label} lacks {missing}", offset=offset)
-        if not all(isinstance(t, str) for t in node_types + edge_types) or not 0 < len(node_types) <= 256:
-            raise FormatError(self.path, "meta.node_types[0] / edge_types[0] must be lists of names", offset=offset)
-        for label, count in (("node_count", node_count), ("edge_count", edge_count)):
-            if type(count) is not int or count < 0:
-                raise FormatError(self.path, f"snapshot.{label} must be a non-negative integer", offset=offset)
-        # Each value takes at least two bytes ("0,"), so the declared counts cannot exceed this.
-        if node_count * len(node_fields) * 2 > self.file_size or edge_count * len(edge_fields) * 2 > self.file_size:
-            raise FormatError(
-                self.path,
-                f"declared node_count {node_count} / edge_count {edge_count} cannot fit in a "
-                f"{self.file_size}-byte file",
-                offset=offset,
-            )
-        if node_count == 0:
-            raise FormatError(self.path, "snapshot.node_count is 0 (a snapshot has at least its root)", offset=offset)
-        root_index = header.get("root_index", 0)
-        if (
-            type(root_index) is not int
-            or root_index % len(node_fields)
-            or not 0 <= root_index < node_count * len(node_fields)
-        ):
-            raise FormatError(self.path, f"snapshot.root_index {root_index!r} is not a node position", offset=offset)
-        return {
-            "node_fields": node_fields,
-            "node_types": node_types,
-            "edge_fields": edge_fields,
-            "edge_types": edge_types,
-            "node_count": node_count,
-            "edge_count": edge_count,
-            "root": root_index // len(node_fields),
-            "header": header,
-        }
 
     def _read_int_array(self, key: str) -> None:
         meta = self.meta
@@ -363,7 +342,7 @@ class _SnapshotReader:
                 "edge_kind": np.zeros(m, dtype=np.uint8),
                 "edge_name": np.zeros(m, dtype=np.uint32),
             }
-            type_at, name_at, to_at = (fields.index(f) for f in _REQUIRED_EDGE_FIELDS)
+            type_at, name_at, to_at = (fields.index(f) for f in REQUIRED_EDGE_FIELDS)
 
             def scan(final: bool) -> int:
                 return scan_edges(

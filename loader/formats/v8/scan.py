@@ -278,10 +278,12 @@ K_DEPTH, K_IN_STRING, K_ESCAPE, K_STARTED, K_ERROR, K_ERROR_AT, K_DONE = range(7
 
 
 @numba.njit(cache=True, nogil=True)
-def skip_value(buf, pos, end, state):
+def skip_value(buf, pos, end, state, max_depth):
     """Find the end of one JSON value (balanced brackets, strings with escapes) without parsing it.
 
     Stops after a closing bracket or string at depth 0, or *before* the ',' / '}' ending a scalar.
+    Nesting deeper than ``max_depth`` is error 3 (the values kept are parsed by :mod:`json`, which
+    recurses once per level).
     """
     depth = state[K_DEPTH]
     in_string = state[K_IN_STRING]
@@ -311,6 +313,10 @@ def skip_value(buf, pos, end, state):
         elif c == 91 or c == 123:  # [ {
             depth += 1
             started = 1
+            if depth > max_depth:
+                state[K_ERROR] = 3
+                state[K_ERROR_AT] = i
+                return i
         elif c == 93 or c == 125:  # ] }
             if depth == 0:
                 if started:

@@ -1,0 +1,49 @@
+"""Names as data: the text every reader hands on is safe downstream, and derived texts are bounded.
+
+A runtime can put any string in a snapshot: NUL and control characters, megabyte-long strings, and
+lone UTF-16 surrogates (a V8 string cut in the middle of a pair, ``\\udcff`` escapes in JSON, or a
+snap.bin string decoded with ``surrogatepass``). Everything heapdb stores or prints is UTF-8, which
+cannot hold a lone surrogate, so the readers replace each one *once*, where they produce the string
+table, with the six characters of its escape (``\\udcff``, a backslash, ``u`` and four lowercase hex
+digits): :func:`safe_strings`. Nothing after the readers (the store, the renderers, the CLI) ever sees
+an unencodable string. NUL, control characters and long strings are kept as they are: they are valid
+text, stored in full; whoever shows them escapes and cuts them (:func:`heapdb.units.shorten`).
+
+Texts made *from* names (retainer paths, labels in dot and SVG) are cut to
+:data:`heapdb.units.NAME_LIMIT` characters per label and :data:`MAX_PATH_CHARS` per path, an ellipsis marking each cut; the full value stays
+where it is stored (the object's name and type in the graph and in Neo4j).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+MAX_PATH_CHARS = 4096  # one whole path text ("(GC roots) / cache → Map / ...")
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def safe_text(text: str) -> str:
+    """``text`` with each lone surrogate replaced by its ``\\uXXXX`` escape (other text unchanged)."""
+    return _SURROGATE.sub(_escape, text)
+
+
+def safe_strings(strings: Iterable[str]) -> list[str]:
+    """A reader's string table made encodable: :func:`safe_text` on each string that needs it.
+
+    Cheap on the common path: one UTF-8 encode per string (done in C), the regular expression only on
+    strings that fail it.
+    """
+    out = []
+    for s in strings:
+        try:
+            s.encode("utf-8")
+        except UnicodeEncodeError:
+            s = safe_text(s)
+        out.append(s)
+    return out
