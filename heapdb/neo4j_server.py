@@ -401,6 +401,21 @@ def _port_free(port: int) -> bool:
     return True
 
 
+# A Neo4j just killed holds its ports until the kernel has torn down its process, which for a JVM
+# with a heap of gigabytes takes a moment after it stopped answering; a start right after waits.
+PORT_RELEASE_SECONDS = 15.0
+
+
+def _port_freed(port: int, seconds: float) -> bool:
+    """Whether ``port`` is free now or within ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while not _port_free(port):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.25)
+    return True
+
+
 def free_port() -> int:
     """A TCP port on loopback that nothing listens on right now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -547,7 +562,7 @@ def start(timeout: float = 180, say: Say = _quiet) -> bool:
             f"{timeout:.0f} s (wait longer with `heapdb neo4j start --timeout SECONDS`)\n{log_tail()}"
         )
     for label, port in (("Bolt", settings.bolt_port), ("HTTP", settings.http_port)):
-        if not _port_free(port):
+        if not _port_freed(port, PORT_RELEASE_SECONDS):
             raise Neo4jServerError(
                 f"the {label} port {port} is taken by another process; pick another with "
                 f"`heapdb neo4j install --{label.lower()}-port N` (or `auto`)"

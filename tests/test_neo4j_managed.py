@@ -247,6 +247,7 @@ def test_start_after_a_kill_reports_recovery_and_keeps_the_loaded_snapshots(tmp_
         os.kill(jvm, 9)
         loader.kill()
         loader.wait()
+        # Started at once, as a person would: start must wait for the dead JVM to let go of its ports.
 
         again = run_heapdb(["neo4j", "start", "--timeout", "60"], env, timeout=900)
         assert again.returncode == 0, again.stderr

@@ -169,3 +169,18 @@ def test_start_waits_while_recovery_advances_and_never_stops_a_recovering_server
         if pid is not None:  # the stand-in and its sleep: a session of their own, as start() made it
             os.killpg(pid, signal.SIGKILL)
             neo4j_server._reap(pid)
+
+
+def test_start_waits_for_a_killed_server_to_let_go_of_its_port() -> None:
+    import socket
+    import threading
+
+    from heapdb import neo4j_server
+
+    held = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    held.bind(("127.0.0.1", 0))
+    held.listen()
+    port = held.getsockname()[1]
+    assert not neo4j_server._port_freed(port, 0.3)  # held: not free, and said so after the wait
+    threading.Timer(0.5, held.close).start()
+    assert neo4j_server._port_freed(port, 10)  # let go of meanwhile: start goes ahead

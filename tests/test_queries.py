@@ -200,7 +200,7 @@ def test_why_alive_avoiding_plan_is_one_shortest_path_search_from_index_seeks(da
     assert len(shortest) == 1
     # The ignore lists are checked during the search, not after it.
     assert "ignore_names" in shortest[0] and "ignore_types" in shortest[0] and "ignore_ids" in shortest[0]
-    assert any(op == "NodeUniqueIndexSeek" and "target:Object" in details for op, details, _ in operators)
+    assert any(op == "NodeIndexSeek" and "target:Object" in details for op, details, _ in operators)
     assert not any(op in ("AllNodesScan", "NodeByLabelScan") and ":Object" in details for op, details, _ in operators)
     assert not any("AntiConditionalApply" in op for op, _, _ in operators), (
         "shortestPath fell back to an exhaustive search"
@@ -221,7 +221,7 @@ def test_why_alive_reads_the_first_path_in_steps_proportional_to_its_length(data
             operators = plan_operators(
                 session.run("PROFILE " + query.cypher, query.bind({"tag": v8.tag, "id": v8.id(node)})).consume().profile
             )
-        assert any(op == "NodeUniqueIndexSeek" and "target:Object" in details for op, details, _ in operators)
+        assert any(op == "NodeIndexSeek" and "target:Object" in details for op, details, _ in operators)
         assert not any(op in ("AllNodesScan", "NodeByLabelScan", "ShortestPath") for op, _, _ in operators)
         hits = sum(h for _, _, h in operators)
         assert hits <= 40 * (int(r.distance[node]) + 2), (hits, int(r.distance[node]), int(np.diff(g.edge_start)[hub]))
