@@ -5,6 +5,13 @@ DevTools' detachedness propagation.
 Each scanner takes ``buf[pos:end]``, updates a small int64 ``state`` array (carried across the
 reader's chunks, so a number or a string may straddle two reads) and returns where it stopped. The
 reader (:mod:`heapdb.loader.formats.v8`) drives them and turns recorded errors into messages.
+
+:func:`scan_nodes` and :func:`scan_edges` share their tokenizing loop line for line, on purpose:
+it is the reader's whole hot path (hundreds of MB per second), and kept inside each kernel the
+digit run stays in registers with the store that follows it. A shared kernel returning each number
+would hand ``value``, ``i`` and the state back and forth for every one of the file's integers. A
+change to the tokenizer must be made in both (``tests/fuzz`` and ``tests/test_v8_reader.py`` read
+both arrays).
 """
 
 from __future__ import annotations
