@@ -1,21 +1,30 @@
-"""A bounded load test of ``heapdb serve`` on loopback, then the same with Neo4j stopped mid-run.
+"""A bounded load test of every ``heapdb serve`` endpoint on loopback, then the same with Neo4j stopped mid-run.
 
-Needs a managed Neo4j of its own holding the snapshot (never point this at someone else's: phase 2
+Needs a managed Neo4j of its own holding the snapshots (never point this at someone else's: phase 2
 stops it). With a private instance under temporary XDG directories::
 
     export XDG_DATA_HOME=/tmp/bench/data XDG_CONFIG_HOME=/tmp/bench/config
     heapdb neo4j install --bolt-port auto --http-port auto && heapdb neo4j start
-    heapdb load /tmp/bench/baseline.heapsnapshot --tag bench-why
-    python -m benchmarks.service_load --snapshot /tmp/bench/baseline.heapsnapshot --tag bench-why
+    node tests/js/leak.js /tmp/bench/demo 200 1200 2200 3200
+    for m in baseline target final step-3; do heapdb load /tmp/bench/demo/$m.heapsnapshot --tag demo-$m; done
+    python -m benchmarks.service_load --snapshot demo-baseline=/tmp/bench/demo/baseline.heapsnapshot \
+        --snapshot demo-target=/tmp/bench/demo/target.heapsnapshot ...
 
-Before phase 1 the top and types variants are asked once each, one at a time (their cold times are
-reported; the service remembers them per snapshot load). Phase 1: ``--clients`` threads, each with its own HTTP connection, send requests back to back for
-``--seconds``: 60% why-alive (objects drawn uniformly from those the root reaches), 20% top, 20%
-types (a few parameter variants each). The why-alive objects are drawn from all the objects the root
-reaches, millions on a real heap, so nearly every one is asked for the first time. Every request has a 10 s timeout; the run stops at the time
-limit or after ``--max-requests``, whichever comes first. Phase 2 does the same while Neo4j is
-stopped (``heapdb neo4j stop``, 15 s in) and started again (15 s after it stopped), and reports what
-the clients saw second by second.
+``--snapshot TAG=FILE`` names each loaded snapshot and the file it was loaded from, oldest first (the
+files give the object ids, types and names the clients ask about). Every endpoint is asked (see
+:data:`MIX`): object questions about objects drawn uniformly from all those the root reaches, in a
+snapshot drawn uniformly, so nearly every one is asked for the first time and the service's answer
+cache rarely helps; ``find`` for the type of such an object, half the time with a part of its name;
+diff between consecutive snapshots, leaks over the first three, growth over all of them.
+
+Before phase 1 Neo4j's page cache is warmed (each snapshot's objects and references read once) and
+each snapshot's top, types and suspects, and every variant of diff, leaks and growth the clients
+ask, are asked once, one at a time (their first-answer times are reported; the service remembers
+answers per snapshot load). Phase 1: ``--clients`` threads, each with its own HTTP
+connection, send requests back to back for ``--seconds``. Every request has a 10 s timeout; the run
+stops at the time limit or after ``--max-requests``, whichever comes first. Phase 2 does the same
+while Neo4j is stopped (``heapdb neo4j stop``, 15 s in) and started again (15 s after it stopped),
+and reports what the clients saw second by second.
 """
 
 from __future__ import annotations
@@ -31,12 +40,14 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 import numpy as np
 
 from heapdb import neo4j_server
 from heapdb.loader import analysis, formats
+from heapdb.service import links
 
 
 @dataclass
@@ -54,21 +65,104 @@ class Phase:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-def request_mix(tag: str, ids: np.ndarray, rng: random.Random) -> tuple[str, str, dict]:
-    roll = rng.random()
-    if roll < 0.6:
-        return "why", f"/api/snapshots/{tag}/objects/{int(ids[rng.randrange(ids.size)])}/why", {}
-    if roll < 0.8:
-        return "top", f"/api/snapshots/{tag}/top", {"limit": rng.choice([10, 20, 50])}
-    return (
-        "types",
-        f"/api/snapshots/{tag}/types",
-        {"sort": rng.choice(["self_size", "count", "retained_size"]), "limit": 50},
-    )
+@dataclass(frozen=True)
+class Target:
+    """One loaded snapshot and what the clients may ask about it, drawn from its file."""
+
+    tag: str
+    ids: np.ndarray  # int64: the objects the root reaches (the root itself aside)
+    types: np.ndarray  # object[]: each of those objects' type
+    names: np.ndarray  # object[]: and name
+
+    @classmethod
+    def read(cls, tag: str, file: str) -> Target:
+        graph = formats.read_graph(file)
+        result = analysis.analyze(graph)
+        picked = np.flatnonzero(result.reachable & (result.distance > 0))
+        strings = np.array(graph.strings, dtype=object)
+        return cls(tag, graph.ids[picked], strings[graph.type[picked]], strings[graph.name[picked]])
+
+
+# Each endpoint and variant with its share of the requests. Object questions and find dominate, as
+# they do when people investigate; the cross-snapshot reports and the listings are asked less often.
+MIX: dict[str, float] = {
+    "why": 0.22,
+    "why svg": 0.02,
+    "object": 0.10,
+    "find": 0.14,
+    "dominators": 0.06,
+    "retains": 0.06,
+    "top": 0.08,
+    "types": 0.06,
+    "suspects": 0.03,
+    "diff type": 0.03,
+    "diff path": 0.03,
+    "diff object": 0.02,
+    "leaks id": 0.02,
+    "leaks path": 0.02,
+    "growth type": 0.015,
+    "growth path": 0.015,
+    "snapshot": 0.01,
+    "snapshots": 0.01,
+    "health": 0.01,
+    "queries": 0.01,
+    "stored query": 0.01,
+}
+
+
+def request_mix(targets: list[Target], rng: random.Random) -> tuple[str, str, dict]:
+    """One request drawn from :data:`MIX`: its kind, path and query parameters."""
+    kind = rng.choices(list(MIX), weights=list(MIX.values()))[0]
+    target = rng.choice(targets)
+    tag = links.encode_segment(target.tag)
+    snapshot = f"/api/snapshots/{tag}"
+    pick = rng.randrange(target.ids.size)
+    obj = f"{snapshot}/objects/{int(target.ids[pick])}"
+    tags = [t.tag for t in targets]
+    step = rng.randrange(len(targets) - 1) if len(targets) > 1 else 0
+    before, after = tags[step], tags[min(step + 1, len(tags) - 1)]
+    diff = f"/api/diff/{links.encode_segment(before)}/{links.encode_segment(after)}"
+    three = {"baseline": tags[0], "target": tags[min(1, len(tags) - 1)], "final": tags[min(2, len(tags) - 1)]}
+    if kind == "why":
+        return kind, obj + "/why", {}
+    if kind == "why svg":
+        return kind, obj + "/why", {"format": "svg"}
+    if kind == "object":
+        return kind, obj, {}
+    if kind == "find":
+        name = str(target.names[pick])
+        # Half of the searches narrow by a part of a real object's name, half ask for a whole type.
+        part = name[: rng.randint(1, 6)] if name and rng.random() < 0.5 else ""
+        return kind, f"{snapshot}/find", {"type": str(target.types[pick]), "name_contains": part, "limit": 10}
+    if kind == "dominators":
+        return kind, obj + "/dominators", {}
+    if kind == "retains":
+        return kind, obj + "/retains", {"depth": 3, "limit": 50}
+    if kind == "top":
+        return kind, f"{snapshot}/top", {"limit": rng.choice([10, 20, 50])}
+    if kind == "types":
+        return kind, f"{snapshot}/types", {"sort": rng.choice(["self_size", "count", "retained_size"]), "limit": 50}
+    if kind == "suspects":
+        return kind, f"{snapshot}/suspects", {}
+    if kind.startswith("diff"):
+        return kind, diff, {"by": kind.split()[1], "limit": 20}
+    if kind.startswith("leaks"):
+        return kind, "/api/leaks", {**three, "by": kind.split()[1], "limit": 10}
+    if kind.startswith("growth"):
+        return kind, "/api/growth", {"tag": tags, "by": kind.split()[1], "limit": 20}
+    if kind == "snapshot":
+        return kind, snapshot, {}
+    if kind == "snapshots":
+        return kind, "/api/snapshots", {}
+    if kind == "health":
+        return kind, "/api/health", {}
+    if kind == "queries":
+        return kind, "/api/queries", {}
+    return kind, "/api/queries/types", {"tag": target.tag, "limit": 10}
 
 
 def client_loop(
-    base: str, tag: str, ids: np.ndarray, phase: Phase, t0: float, deadline: float, budget: list[int], seed: int
+    base: str, targets: list[Target], phase: Phase, t0: float, deadline: float, budget: list[int], seed: int
 ) -> None:
     rng = random.Random(seed)
     with httpx.Client(base_url=base, timeout=10.0) as http:
@@ -77,7 +171,7 @@ def client_loop(
                 if budget[0] <= 0:
                     return
                 budget[0] -= 1
-            kind, url, params = request_mix(tag, ids, rng)
+            kind, url, params = request_mix(targets, rng)
             started = time.monotonic()
             status, json_error = 0, False
             try:
@@ -98,7 +192,13 @@ def client_loop(
 
 
 def run_phase(
-    base: str, tag: str, ids: np.ndarray, clients: int, seconds: float, max_requests: int, during=None, seed: int = 0
+    base: str,
+    targets: list[Target],
+    clients: int,
+    seconds: float,
+    max_requests: int,
+    during=None,
+    seed: int = 0,
 ) -> Phase:
     """``clients`` threads asking back to back; ``seed`` sets their draws apart from other phases'."""
     phase = Phase()
@@ -107,7 +207,7 @@ def run_phase(
     budget = [max_requests]
     threads = [
         threading.Thread(
-            target=client_loop, args=(base, tag, ids, phase, t0, deadline, budget, seed * 1000 + i), daemon=True
+            target=client_loop, args=(base, targets, phase, t0, deadline, budget, seed * 1000 + i), daemon=True
         )
         for i in range(clients)
     ]
@@ -127,7 +227,7 @@ def percentile(values: list[float], q: float) -> float:
 
 def report(phase: Phase, seconds: float) -> dict:
     ok = [r for r in phase.records if r.status == 200]
-    out = {
+    out: dict = {
         "requests": len(phase.records),
         "per_second": round(len(phase.records) / seconds, 1),
         "status": dict(Counter(r.status for r in phase.records)),
@@ -138,13 +238,17 @@ def report(phase: Phase, seconds: float) -> dict:
             "p99": round(percentile([r.ms for r in ok], 99), 1),
             "max": round(max((r.ms for r in ok), default=0), 1),
         },
+        "by_kind": {},
     }
-    for kind in ("why", "top", "types"):
-        times = [r.ms for r in ok if r.kind == kind]
-        out[f"ms_200_{kind}"] = {
-            "count": len(times),
+    for kind in MIX:
+        asked = [r for r in phase.records if r.kind == kind]
+        times = [r.ms for r in asked if r.status == 200]
+        out["by_kind"][kind] = {
+            "count": len(asked),
+            "non_200": len(asked) - len(times),
             "p50": round(percentile(times, 50), 1),
             "p99": round(percentile(times, 99), 1),
+            "max": round(max(times, default=0), 1),
         }
     return out
 
@@ -173,8 +277,13 @@ def heapdb_cli(*args: str) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--snapshot", required=True)
-    parser.add_argument("--tag", required=True)
+    parser.add_argument(
+        "--snapshot",
+        action="append",
+        required=True,
+        metavar="TAG=FILE",
+        help="a loaded snapshot's tag and its file, oldest first (repeat)",
+    )
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--max-requests", type=int, default=200_000)
@@ -191,15 +300,16 @@ def main() -> None:
         help="where the service's own log goes (errors, tracebacks)",
     )
     args = parser.parse_args()
-    if not os.environ.get("XDG_DATA_HOME", "").startswith("/tmp"):
+    if args.outage_seconds > 0 and not os.environ.get("XDG_DATA_HOME", "").startswith("/tmp"):
         sys.exit("set XDG_DATA_HOME/XDG_CONFIG_HOME to a private managed instance under /tmp: phase 2 stops its Neo4j")
 
-    graph = formats.read_graph(args.snapshot)
-    result = analysis.analyze(graph)
-    # Every reachable object can be asked about, so the service's answer cache rarely helps why-alive:
-    # the figures show what Neo4j answers, not what the service remembers.
-    ids = graph.ids[np.flatnonzero(result.reachable & (result.distance > 0))]
-    del graph, result
+    targets = []
+    for spec in args.snapshot:
+        tag, sep, file = spec.partition("=")
+        if not sep:
+            sys.exit(f"--snapshot {spec!r}: expected TAG=FILE")
+        targets.append(Target.read(tag, file))
+        print(f"{tag}: {targets[-1].ids.size:,} reachable objects to ask about", flush=True)
 
     port = neo4j_server.free_port()
     base = f"http://127.0.0.1:{port}"
@@ -209,7 +319,12 @@ def main() -> None:
         stdout=service_log,
         stderr=subprocess.STDOUT,
     )
-    figures: dict[str, object] = {"clients": args.clients, "seconds": args.seconds}
+    figures: dict[str, object] = {
+        "clients": args.clients,
+        "seconds": args.seconds,
+        "snapshots": {t.tag: int(t.ids.size) for t in targets},
+        "load_average_before": os.getloadavg(),
+    }
     try:
         for _ in range(200):
             try:
@@ -218,26 +333,52 @@ def main() -> None:
             except httpx.HTTPError:
                 pass
             time.sleep(0.25)
-        # A service that has been up a while: Neo4j's page cache holds the snapshot (read once here,
-        # objects and references, as a day of questions would have), and the first top/types answers
-        # are timed one at a time.
-        started = time.monotonic()
-        figures["page_cache_warm_up_s"] = warm_page_cache(args.tag)
-        print(f"page cache warmed in {time.monotonic() - started:.1f} s", flush=True)
+        # A service that has been up a while: Neo4j's page cache holds the snapshots (read once here,
+        # objects and references, as a day of questions would have), and the first answers of the
+        # per-snapshot reports are timed one at a time.
+        figures["page_cache_warm_up_s"] = {t.tag: warm_page_cache(t.tag) for t in targets}
+        print(f"page cache warmed: {figures['page_cache_warm_up_s']}", flush=True)
         cold = {}
-        for kind, url, params in [("top", "top", {"limit": n}) for n in (10, 20, 50)] + [
-            ("types", "types", {"sort": sort, "limit": 50}) for sort in ("self_size", "count", "retained_size")
-        ]:
-            started = time.monotonic()
-            status = httpx.get(f"{base}/api/snapshots/{args.tag}/{url}", params=params, timeout=120).status_code
-            cold[f"{kind} {params}"] = {"status": status, "ms": round((time.monotonic() - started) * 1000, 1)}
-        figures["cold_top_types"] = cold
+        for target in targets:
+            tag = links.encode_segment(target.tag)
+            reports: list[tuple[str, str, dict[str, str | int]]] = [
+                ("top", "top", {"limit": 50}),
+                *[("types", "types", {"sort": sort, "limit": 50}) for sort in ("self_size", "count", "retained_size")],
+                ("suspects", "suspects", {}),
+            ]
+            for kind, url, params in reports:
+                started = time.monotonic()
+                status = httpx.get(f"{base}/api/snapshots/{tag}/{url}", params=params, timeout=120).status_code
+                cold[f"{target.tag} {kind} {params}"] = {
+                    "status": status,
+                    "ms": round((time.monotonic() - started) * 1000, 1),
+                }
+        # The cross-snapshot reports, each variant the clients ask, first time (then remembered).
+        tags = [t.tag for t in targets]
+        if len(tags) >= 3:
+            pairs = [
+                (f"/api/diff/{links.encode_segment(a)}/{links.encode_segment(b)}", {"by": by, "limit": 20})
+                for a, b in zip(tags, tags[1:])
+                for by in ("type", "path", "object")
+            ]
+            three = {"baseline": tags[0], "target": tags[1], "final": tags[2]}
+            across: list[tuple[str, dict[str, Any]]] = [
+                *pairs,
+                *[("/api/leaks", {**three, "by": by, "limit": 10}) for by in ("id", "path")],
+                *[("/api/growth", {"tag": tags, "by": by, "limit": 20}) for by in ("type", "path")],
+            ]
+            for url, asked in across:
+                started = time.monotonic()
+                status = httpx.get(f"{base}{url}", params=asked, timeout=600).status_code
+                cold[f"{url} {asked}"] = {"status": status, "ms": round((time.monotonic() - started) * 1000, 1)}
+        figures["cold_reports"] = cold
         print(json.dumps(cold, indent=2), flush=True)
-        warm = run_phase(base, args.tag, ids, 8, 20, 5000, seed=1)
+        warm = run_phase(base, targets, 8, 20, 5000, seed=1)
         figures["warm_up"] = report(warm, 20)
 
-        steady = run_phase(base, args.tag, ids, args.clients, args.seconds, args.max_requests, seed=2)
+        steady = run_phase(base, targets, args.clients, args.seconds, args.max_requests, seed=2)
         figures["steady"] = report(steady, args.seconds)
+        figures["load_average_after"] = os.getloadavg()
         print(json.dumps(figures["steady"], indent=2), flush=True)
 
         if args.outage_seconds > 0:
@@ -253,9 +394,7 @@ def main() -> None:
                 heapdb_cli("neo4j", "start", "--timeout", "300")
                 events["started"] = time.monotonic() - t0
 
-            down = run_phase(
-                base, args.tag, ids, args.clients, args.outage_seconds, args.max_requests, during=outage, seed=3
-            )
+            down = run_phase(base, targets, args.clients, args.outage_seconds, args.max_requests, during=outage, seed=3)
             by_second: dict[int, Counter] = {}
             for r in down.records:
                 by_second.setdefault(int(r.started), Counter())[r.status] += 1

@@ -114,6 +114,9 @@ def connect(
         say(f"no NEO4J_URI set: starting the managed Neo4j at {conn.uri} (stop it with `heapdb neo4j stop`)")
         neo4j_server.start(say=say)
         conn = config.connection()  # the first start generates the password
+    # A Neo4j that accepts connections but does not answer yet (starting, recovering) holds a caller
+    # this long per connection: the driver's 30 s for a load, 5 s for a service that should answer 503.
+    connect_seconds = min(30.0, max(5.0, 2 * retry_seconds))
     try:
         # Notifications (deprecations, unknown property names on an empty database) are for people
         # writing queries in the Browser; heapdb's own queries are tested, so they would be noise.
@@ -122,6 +125,8 @@ def connect(
             auth=(conn.user, conn.password),
             notifications_min_severity="OFF",
             max_transaction_retry_time=retry_seconds,
+            connection_timeout=connect_seconds,
+            connection_acquisition_timeout=2 * connect_seconds,
         )
     except (ValueError, ConfigurationError) as e:  # a malformed URI
         raise DatabaseUnavailable(f"cannot use {conn.uri!r} as a Neo4j address: {e}") from None

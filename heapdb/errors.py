@@ -100,3 +100,20 @@ class FormatError(HeapdbError):
             where.append(record)
         location = f" at {', '.join(where)}" if where else ""
         super().__init__(f"{self.path or '<input>'}{location}: {problem}")
+
+
+class RuleError(HeapdbError):
+    """A rule file that cannot be used: bad TOML, an unknown rule kind, a bad selector or value.
+
+    The message names the file, the line (when one can be pointed at) and what was expected there:
+    ``rules.toml:12: owns: weight must be an integer from 1 to 127, got 300``.
+    """
+
+    http_status = 422
+
+    def __init__(self, path: str | os.PathLike[str] | None, problem: str, *, line: int | None = None) -> None:
+        self.path = os.fspath(path) if path is not None else None
+        self.problem = problem
+        self.line = line
+        location = f":{line}" if line is not None else ""
+        super().__init__(f"{self.path or '<rules>'}{location}: {problem}")

@@ -22,6 +22,11 @@ T = TypeVar("T")
 # A snapshot as callers name it: the record when they looked it up already, else its tag.
 SnapshotRef = Snapshot | str
 
+# With a cache (the service), a tag is looked up at most this often: most requests then make one
+# round trip to Neo4j instead of two. The price: for up to this long after `load --replace` or
+# `drop`, a request may still be answered from the tag's previous load.
+TAG_LOOKUP_SECONDS = 1.0
+
 
 class Asking:
     """Questions bound to one database, a per-query timeout, and optionally a cache of answers.
@@ -48,6 +53,11 @@ class Asking:
         """The ready snapshot with this tag, or :class:`NotFound` / :class:`OutdatedSnapshot`."""
         if isinstance(ref, Snapshot):
             return ref
+        if self.cache is not None:
+            return self.cache.recent(("snapshot", ref), TAG_LOOKUP_SECONDS, lambda: self._look_up(ref))
+        return self._look_up(ref)
+
+    def _look_up(self, ref: str) -> Snapshot:
         rows = self._run("snapshot", tag=ref)
         if not rows:
             raise NotFound(f"no snapshot tagged {ref!r} (see `heapdb snapshots`)")
@@ -59,11 +69,17 @@ class Asking:
             )
         return found
 
-    def _cached(self, snapshot: Snapshot, key: tuple[Any, ...], compute: Callable[[], T]) -> T:
+    def _cached(
+        self,
+        snapshot: Snapshot,
+        key: tuple[Any, ...],
+        compute: Callable[[], T],
+        weigh: Callable[[T], int] | None = None,
+    ) -> T:
         """``compute()``, remembered per snapshot load when a cache is set (see :class:`AnswerCache`)."""
         if self.cache is None:
             return compute()
-        return self.cache.get((snapshot.sid, *key), compute)
+        return self.cache.get((snapshot.sid, *key), compute, weigh)
 
     def _object(self, snapshot: Snapshot, object_id: int) -> ObjectInfo:
         rows = self._run("object-brief", tag=snapshot.tag, id=object_id)

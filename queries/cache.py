@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -20,13 +21,19 @@ class AnswerCache:
     instead of each starting the same one.
     """
 
-    def __init__(self, size: int = 4096) -> None:
+    def __init__(self, size: int = 4096, max_bytes: int = 512 * 2**20) -> None:
         self.size = size
+        self.max_bytes = max_bytes  # what weighed answers (find's type listings) may hold together
         self._items: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+        self._weights: dict[tuple[Any, ...], int] = {}
+        self._bytes = 0
+        self._recent: dict[tuple[Any, ...], tuple[float, Any]] = {}
         self._pending: dict[tuple[Any, ...], threading.Lock] = {}
         self._lock = threading.Lock()
 
-    def get(self, key: tuple[Any, ...], compute: Callable[[], T]) -> T:
+    def get(self, key: tuple[Any, ...], compute: Callable[[], T], weigh: Callable[[T], int] | None = None) -> T:
+        """The answer for ``key``, computed once; ``weigh`` gives its size in bytes for the byte budget
+        (unweighed answers are small and count only against ``size``)."""
         with self._lock:
             if key in self._items:
                 self._items.move_to_end(key)
@@ -44,6 +51,25 @@ class AnswerCache:
                     self._pending.pop(key, None)
             with self._lock:
                 self._items[key] = value
-                while len(self._items) > self.size:
-                    self._items.popitem(last=False)
+                if weigh is not None:
+                    self._weights[key] = weigh(value)
+                    self._bytes += self._weights[key]
+                while len(self._items) > self.size or (self._bytes > self.max_bytes and len(self._items) > 1):
+                    old, _ = self._items.popitem(last=False)
+                    self._bytes -= self._weights.pop(old, 0)
+        return value
+
+    def recent(self, key: tuple[Any, ...], max_age: float, compute: Callable[[], T]) -> T:
+        """A value computed at most ``max_age`` seconds ago, for facts that may change but rarely do
+        (which load a tag names). Failures are not remembered."""
+        now = time.monotonic()
+        with self._lock:
+            hit = self._recent.get(key)
+            if hit is not None and now - hit[0] <= max_age:
+                return hit[1]
+        value = compute()
+        with self._lock:
+            if len(self._recent) >= self.size:
+                self._recent.clear()
+            self._recent[key] = (now, value)
         return value

@@ -43,10 +43,16 @@ def _runtime(snapshot: Snapshot) -> str:
 
 class CompareQuestions(Asking):
     def diff(self, before: SnapshotRef, after: SnapshotRef, p: params.Diff = params.Diff()) -> Diff | ObjectDiff:
-        """:meth:`diff_groups` by type or path, :meth:`diff_objects` by object, as ``p.by`` says."""
-        if p.by == "object":
-            return self.diff_objects(before, after, p)
-        return self.diff_groups(before, after, p)
+        """:meth:`diff_groups` by type or path, :meth:`diff_objects` by object, as ``p.by`` says.
+
+        Remembered per pair of snapshot loads when a cache is set, as every cross-snapshot answer is
+        (loads never change, so neither do these answers)."""
+        old, new = self.snapshot(before), self.snapshot(after)
+
+        def compute() -> Diff | ObjectDiff:
+            return self.diff_objects(old, new, p) if p.by == "object" else self.diff_groups(old, new, p)
+
+        return self._cached(old, ("diff", new.sid, p), compute)
 
     def diff_groups(self, before: SnapshotRef, after: SnapshotRef, p: params.Diff = params.Diff()) -> Diff:
         """What changed per type or per retainer path (``p.by``), largest growth first.
@@ -202,6 +208,9 @@ class CompareQuestions(Asking):
         target), ranked by the growth of their retained size from baseline to final; needs no stable ids.
         """
         base, middle, last = (self.snapshot(ref) for ref in (baseline, target, final))
+        return self._cached(base, ("leaks", middle.sid, last.sid, p), lambda: self._leaks(base, middle, last, p))
+
+    def _leaks(self, base: Snapshot, middle: Snapshot, last: Snapshot, p: params.Leaks) -> Leaks:
         warnings: list[str] = []
         if p.by == "id":
             _check, warnings = self._id_warnings(base, last, *self._both_columns(base, last))
@@ -239,6 +248,11 @@ class CompareQuestions(Asking):
         tags = [s.tag for s in snapshots]
         if len(set(tags)) != len(tags):
             raise ParameterError("growth needs distinct snapshots: a tag is given twice")
+        return self._cached(
+            snapshots[0], ("growth", tuple(s.sid for s in snapshots[1:]), p), lambda: self._growth(tags, p)
+        )
+
+    def _growth(self, tags: list[str], p: params.Growth) -> GrowthReport:
         rows = self._run(f"growth-{p.by}s", tags=tags, limit=p.limit)
         by_type = p.by == "type"
         return GrowthReport(

@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from heapdb.errors import NotFound
-from heapdb.loader.store import Snapshot
+from heapdb.loader.store import Snapshot, TypeListing
 from heapdb.queries import params
 from heapdb.queries.base import Asking, SnapshotRef
 from heapdb.queries.params import MAX_LIMIT
@@ -50,10 +50,32 @@ class SnapshotQuestions(Asking):
         )
 
     def find(self, ref: SnapshotRef, p: params.Find) -> list[ObjectInfo]:
-        """Objects of ``p.type`` whose name contains ``p.name_contains``, largest retained first."""
+        """Objects of ``p.type`` whose name contains ``p.name_contains``, largest retained first.
+
+        Searches the type's listing stored at load (:class:`~heapdb.loader.store.TypeListing`), kept
+        by the service's cache once read, then reads the objects found by id; a type without a
+        listing (only root, synthetic or unreachable objects have it) is searched object by object
+        (stored query ``find``), with the same answer.
+        """
         snapshot = self.snapshot(ref)
-        rows = self._run("find", tag=snapshot.tag, type=p.type, name_contains=p.name_contains, limit=p.limit)
+        listing = self._cached(
+            snapshot,
+            ("type listing", p.type),
+            lambda: self._type_listing(snapshot, p.type),
+            weigh=lambda found: 0 if found is None else found.nbytes,
+        )
+        if listing is None:
+            rows = self._run("find", tag=snapshot.tag, type=p.type, name_contains=p.name_contains, limit=p.limit)
+        else:
+            ids = listing.matching(p.name_contains, p.limit).tolist()
+            rows = self._run("objects-brief", tag=snapshot.tag, ids=ids) if ids else []
         return [ObjectInfo.from_row(r["object"]) for r in rows]
+
+    def _type_listing(self, snapshot: Snapshot, type_name: str) -> TypeListing | None:
+        rows = self._run("type-listing", tag=snapshot.tag, type=type_name)
+        if not rows or rows[0]["ids"] is None:
+            return None
+        return TypeListing.from_properties(rows[0]["ids"], rows[0]["names"], rows[0]["ends"])
 
     def resolve(self, ref: SnapshotRef, type_name: str, name_contains: str = "") -> int:
         """The id of the largest-retaining object of a type whose name contains a text."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from heapdb.loader.store import Snapshot
 from heapdb.queries import params
 from heapdb.queries.base import Asking, SnapshotRef
 from heapdb.queries.results import AccumulationPoint, ObjectInfo, ObjectRef, SuspectObject, Suspects, SuspectType
@@ -21,6 +22,9 @@ class SuspectQuestions(Asking):
         Types: those whose objects together retain at least ``p.share`` of it.
         """
         snapshot = self.snapshot(ref)
+        return self._cached(snapshot, ("suspects", p), lambda: self._suspects(snapshot, p))
+
+    def _suspects(self, snapshot: Snapshot, p: params.Suspects) -> Suspects:
         tag, reachable = snapshot.tag, int(snapshot.reachable_size or 0)
         min_retained = max(1, math.ceil(p.share * reachable))
         percent = max(51, round(p.ratio * 100))  # the stored query takes a whole percentage

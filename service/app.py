@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import secrets
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 from urllib.parse import quote_from_bytes, unquote, unquote_to_bytes
 
@@ -139,6 +139,57 @@ class RouteOnRawPath:
         await self.app(scope, receive, send)
 
 
+class Guard:
+    """Before any parsing: the bearer token when one is set (every ``/api`` call but ``/api/health``),
+    then the request's size bounds (:func:`request_problem`); and a bug answers a JSON 500 on a
+    keep-alive connection that stays usable.
+
+    A plain ASGI middleware: Starlette's ``@app.middleware("http")`` runs each request through extra
+    tasks and streams, which cost about a tenth of the service's CPU under 50 clients.
+    """
+
+    def __init__(self, app: ASGIApp, token: str | None) -> None:
+        self.app = app
+        self.token = token
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        refusal = self.refusal(Request(scope))
+        if refusal is not None:
+            await refusal(scope, receive, send)
+            return
+        started = False
+
+        async def send_tracked(message: Any) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_tracked)
+        except Exception as e:
+            if started:  # too late for an answer of our own
+                raise
+            await JSONResponse({"error": f"internal error: {type(e).__name__}"}, status_code=500)(scope, receive, send)
+
+    def refusal(self, request: Request) -> Response | None:
+        path = request.url.path
+        if self.token and path.startswith("/api/") and path != "/api/health":
+            scheme, _, given = request.headers.get("authorization", "").partition(" ")
+            if scheme.lower() != "bearer" or not secrets.compare_digest(given.strip().encode(), self.token.encode()):
+                return JSONResponse(
+                    {"error": "missing or wrong bearer token (Authorization: Bearer <HEAPDB_API_TOKEN>)"},
+                    status_code=401,
+                    headers={"WWW-Authenticate": "Bearer"},
+                )
+        problem = request_problem(request)
+        if problem is not None:
+            return JSONResponse({"error": f"bad request: {problem}"}, status_code=422)
+        return None
+
+
 # Object ids are 64-bit in Neo4j: a wider number is a 422 here, not an overflow in the driver.
 ObjectId = Annotated[int, FastAPIPath(ge=-(2**63), le=2**63 - 1, description="the object's id in the snapshot")]
 
@@ -201,29 +252,6 @@ def create_app(
         return JSONResponse(
             {"error": str(error.detail)}, status_code=error.status_code, headers=getattr(error, "headers", None)
         )
-
-    @app.middleware("http")
-    async def bounded(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        problem = request_problem(request)
-        if problem is not None:
-            return JSONResponse({"error": f"bad request: {problem}"}, status_code=422)
-        try:
-            return await call_next(request)
-        except Exception as e:  # a bug: a JSON 500, and the keep-alive connection stays usable
-            return JSONResponse({"error": f"internal error: {type(e).__name__}"}, status_code=500)
-
-    @app.middleware("http")
-    async def require_token(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        path = request.url.path
-        if api_token and path.startswith("/api/") and path != "/api/health":
-            scheme, _, given = request.headers.get("authorization", "").partition(" ")
-            if scheme.lower() != "bearer" or not secrets.compare_digest(given.strip().encode(), api_token.encode()):
-                return JSONResponse(
-                    {"error": "missing or wrong bearer token (Authorization: Bearer <HEAPDB_API_TOKEN>)"},
-                    status_code=401,
-                    headers={"WWW-Authenticate": "Bearer"},
-                )
-        return await call_next(request)
 
     @app.get("/api/health", summary="Whether the service can reach Neo4j")
     def health() -> dict[str, object]:
@@ -356,6 +384,7 @@ def create_app(
         rows = catalog.run(handle.get(), name, stored.bind(values), timeout=query_timeout)
         return {"query": name, "rows": jsonable_encoder(rows)}
 
+    app.add_middleware(Guard, token=api_token)
     app.add_middleware(RouteOnRawPath)  # outermost: before the other middleware and the routing
     return app
 

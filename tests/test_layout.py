@@ -26,6 +26,7 @@ STAGES = {
     "heapdb.loader.formats": 1,  # files <-> arrays
     "heapdb.capture": 1,  # a Python heap -> a snap.bin file
     "heapdb.loader.analysis": 2,
+    "heapdb.loader.rules": 2,  # rule files -> per-reference weights and per-object buckets the analysis takes
     "heapdb.loader.paths": 2,
     "heapdb.loader.luau_heapgraph": 2,
     "heapdb.loader.pathtree": 2,

@@ -512,3 +512,38 @@ def test_cli_stored_queries(v8: Loaded) -> None:
     assert code == 1 and "limit" in err
     code, _, err = invoke("query", "no-such-query")
     assert code == 1 and "no stored query" in err
+
+
+def test_find_equals_brute_force_through_listings_and_the_object_scan(
+    database: Database, questions: Questions, v8: Loaded, luau: Loaded
+) -> None:
+    """`find` searches each type's stored listing; the answer must be what a scan of every object
+    gives (stored query `find`) and what the arrays give, for common, rare and absent texts, names
+    that begin or end a listing's joined string, types without a listing, and with a cache."""
+    from heapdb.queries.cache import AnswerCache
+    from heapdb.units import shorten
+
+    cached = Questions(database, timeout=60, cache=AnswerCache(max_bytes=1))  # evicts all but the last
+    rng = np.random.default_rng(7)
+    for loaded in (v8, luau):
+        g, r = loaded.graph, loaded.result
+        types = np.array([g.type_name(i) for i in range(g.node_count)], dtype=object)
+        names = np.array([shorten(g.strings[int(k)]) for k in g.name], dtype=object)
+        order = np.lexsort((g.ids, -r.retained_size))
+        asked = 0
+        for node in rng.choice(g.node_count, 40, replace=False).tolist() + [int(g.root), int(order[0])]:
+            name = str(names[node])
+            of_type = order[types[order] == types[node]]
+            for text in ("", name, name[:2], name[-3:], name[1:4], "\x00no such text\x00"):
+                matching = [loaded.id(int(i)) for i in of_type if text in names[i]]
+                for limit in (1, 7, 1000):
+                    expected = matching[:limit]
+                    p = params.Find(type=str(types[node]), name_contains=text, limit=limit)
+                    assert [o.id for o in questions.find(loaded.tag, p)] == expected, (types[node], text, limit)
+                    assert [o.id for o in cached.find(loaded.tag, p)] == expected
+                    scanned = catalog.run(
+                        database, "find", {"tag": loaded.tag, "type": p.type, "name_contains": text, "limit": limit}
+                    )
+                    assert [row["object"]["id"] for row in scanned] == expected
+                    asked += 1
+        assert asked > 100

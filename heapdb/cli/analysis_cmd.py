@@ -10,6 +10,7 @@ from heapdb.cli import main
 from heapdb.cli.steps import analyse_with_progress, read_with_progress
 from heapdb.loader.analysis import Semantics
 from heapdb.loader.report import AnalysisReport, analysis_report
+from heapdb.loader.rules import RulesSummary, compile_rules, load_rules, rules_summary
 from heapdb.units import human_bytes, short_name
 
 LABEL_WIDTH = 80  # characters of "type / name" per line of the text report
@@ -35,6 +36,43 @@ def print_report(report: AnalysisReport) -> None:
             )
 
 
+def print_rules(summary: RulesSummary) -> None:
+    """The ownership warnings and bucket totals of an analysis under rules, as text."""
+    click.echo("")
+    groups = f", groups off: {', '.join(summary.disabled_groups)}" if summary.disabled_groups else ""
+    click.echo(f"Rules ({summary.rules_file}: {summary.rules} rules{groups}):")
+    click.echo(
+        f"  references   {summary.ignored_references:,} ignored, {summary.weak_references:,} weak, "
+        f"{summary.owned_references:,} owning"
+    )
+    if summary.unmatched_rule_lines:
+        lines = ", ".join(str(line) for line in summary.unmatched_rule_lines)
+        click.echo(f"  warning: rules that match nothing in this snapshot, at lines {lines}")
+    if summary.ambiguous_objects:
+        examples = ", ".join(f"{short_name(o.type, 40)} @{o.id}" for o in summary.ambiguous_examples)
+        more = ", ..." if summary.ambiguous_objects > len(summary.ambiguous_examples) else ""
+        click.echo(
+            f"  warning: {summary.ambiguous_objects:,} objects of ambiguous ownership "
+            f"(owned by two objects with the same weight): {examples}{more}"
+        )
+    else:
+        click.echo(f"  ambiguous    {0:>14,} objects owned by two objects with the same weight")
+    click.echo(f"  unowned      {summary.unowned_objects:>14,} reached objects no owns rule owns")
+    if summary.known_leak_rules or summary.verdict_rules:
+        click.echo(
+            f"  not applied yet: {summary.known_leak_rules} known_leak and {summary.verdict_rules} verdict rules"
+        )
+    if summary.buckets:
+        click.echo("")
+        click.echo("Buckets:")
+        click.echo(f"  {'retained':>10}  {'self':>10}  {'objects':>9}  bucket")
+        for row in summary.buckets:
+            click.echo(
+                f"  {human_bytes(row.retained_size):>10}  {human_bytes(row.self_size):>10}  {row.objects:>9,}  "
+                f"{short_name(row.name, LABEL_WIDTH)}"
+            )
+
+
 @main.command()
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
 @click.option("--top", default=20, show_default=True, type=click.IntRange(min=0), help="How many retainers to list.")
@@ -51,14 +89,49 @@ def print_report(report: AnalysisReport) -> None:
     is_flag=True,
     help="Move the size of hidden/array backing stores onto their owner, as Chrome DevTools shows it.",
 )
-def analyze(file: str, top: int, as_json: bool, semantics: str, devtools_sizes: bool) -> None:
+@click.option(
+    "--rules",
+    "rules_path",
+    type=click.Path(exists=True, dir_okay=False),
+    help="A rule file (docs/rules.md): ignored, weak and owning references, and buckets.",
+)
+@click.option(
+    "--disable-group",
+    "disabled",
+    multiple=True,
+    metavar="NAME",
+    help="Switch off a group of the rule file ('*' for all); repeatable.",
+)
+def analyze(
+    file: str,
+    top: int,
+    as_json: bool,
+    semantics: str,
+    devtools_sizes: bool,
+    rules_path: str | None,
+    disabled: tuple[str, ...],
+) -> None:
     """Dominators, retained sizes and root distances of a snapshot FILE (any format), without Neo4j."""
+    if disabled and rules_path is None:
+        raise click.UsageError("--disable-group needs --rules")
+    # The rule file is read first: a bad one fails before a long read of the snapshot.
+    rule_set = None if rules_path is None else load_rules(rules_path).with_groups(disable=disabled)
     _, graph = read_with_progress(file)
+    compiled = None if rule_set is None else compile_rules(rule_set, graph)
+    options = {} if compiled is None else {"edge_weight": compiled.edge_weight}
     result = analyse_with_progress(
-        graph, semantics=None if semantics == "auto" else semantics, devtools_sizes=devtools_sizes
+        graph, semantics=None if semantics == "auto" else semantics, devtools_sizes=devtools_sizes, **options
     )
     report = analysis_report(file, graph, result, top)
+    summary = None
+    if compiled is not None:
+        summary = rules_summary(graph, result, compiled, rules_file=rules_path, disabled_groups=disabled)
     if as_json:
-        click.echo(json.dumps(report.as_dict(), indent=2))
+        data = report.as_dict()
+        if summary is not None:
+            data["rules"] = summary.as_dict()
+        click.echo(json.dumps(data, indent=2))
     else:
         print_report(report)
+        if summary is not None:
+            print_rules(summary)

@@ -17,6 +17,11 @@ Outline of :func:`analyze`:
 4. accumulate retained sizes and counts bottom-up in reverse DFS preorder;
 5. breadth-first search over the retaining edges for each object's distance from the root.
 
+With ``edge_weight`` (rule weights, one per reference), step 1 also drops the ignored references
+and keeps into each live object only its highest-weight references (MemorySnapshotAnalyzer's
+OWNS), giving some back where that would cut objects off from the root; the live set never
+changes. ``docs/analysis.md`` ("Rule weights") has the exact rules.
+
 The package: this module is the API (:func:`analyze`, :class:`Analysis`, the DevTools rules);
 the numba kernels are in :mod:`.kernels`, the ranking every top list shares in :mod:`.ranking`.
 """
@@ -32,6 +37,12 @@ import numpy as np
 from heapdb.loader.analysis import kernels
 from heapdb.loader.analysis.ranking import largest_first
 from heapdb.loader.graph import SYNTHETIC_KIND, HeapGraph
+
+# Per-reference weights that rules assign (int8, one per edge, indexed like ``graph.edge_to``).
+NO_RULE = 0  # a reference no rule names
+WEAK_WEIGHT = -1  # rule "weak": yields to any other reference into the same object
+IGNORED = -128  # rule "ignore": never retains, never on a retainer path
+MAX_OWNS_WEIGHT = 127  # rule "owns(weight)" takes 1..127; a bare "owns" is 1
 
 # The steps :func:`analyze` reports through ``on_step``, in order.
 STEPS = ("retaining edges", "numbering", "dominators", "retained sizes", "distances")
@@ -64,6 +75,11 @@ class Analysis:
     ids: np.ndarray  # int64[n]: the graph's object ids, which break ranking ties
     root: int
     semantics: Semantics
+    # Rule weights (all zero / empty without them): the weight of the references kept into each
+    # live object (0 for the root and dead objects), and the sorted indices of live objects whose
+    # kept references of weight >= 1 come from two or more objects (ambiguous ownership).
+    owner_weight: np.ndarray  # int8[n]
+    ambiguous: np.ndarray  # int64[k]
 
     @property
     def node_count(self) -> int:
@@ -101,6 +117,7 @@ def analyze(
     *,
     semantics: Semantics | str | None = None,
     devtools_sizes: bool = False,
+    edge_weight: np.ndarray | None = None,
     on_step: Callable[[str], None] | None = None,
 ) -> Analysis:
     """Compute reachability, immediate dominators, retained sizes/counts and distances.
@@ -108,6 +125,10 @@ def analyze(
     ``semantics`` defaults to :func:`semantics_for`. ``devtools_sizes`` first moves the self size
     of hidden and array objects owned by exactly one ordinary object onto that owner, as Chrome
     DevTools does (V8 snapshots only; the retained sizes then match DevTools rather than memlab).
+    ``edge_weight`` (int8[m], :data:`NO_RULE`, :data:`WEAK_WEIGHT`, :data:`IGNORED` or an owns
+    weight 1..:data:`MAX_OWNS_WEIGHT`) applies rule weights: ignored references are dropped, and
+    each live object keeps only its highest-weight references (``docs/analysis.md``, "Rule
+    weights"). ``None`` is the plain analysis, at no extra cost.
     ``on_step`` is called with each name in :data:`STEPS` as that step finishes (for progress bars).
     """
     step = on_step or (lambda _name: None)
@@ -126,9 +147,23 @@ def analyze(
         page = np.zeros(0, dtype=np.uint8)
     mask = kernels.retaining_mask(graph.edge_start, graph.edge_to, graph.edge_kind, root, page, sem is Semantics.V8)
     del page
+    owner_weight = np.zeros(n, dtype=np.int8)
+    ambiguous = np.zeros(0, dtype=np.int64)
+    if edge_weight is not None:
+        if edge_weight.dtype != np.int8 or edge_weight.shape != graph.edge_to.shape:
+            raise ValueError(
+                f"edge_weight must be int8[{graph.edge_count}], not {edge_weight.dtype}{edge_weight.shape}"
+            )
+        owner_weight, owned_twice = kernels.keep_owners(
+            root, graph.edge_start, graph.edge_to, edge_weight, mask.view(np.uint8)
+        )
+        ambiguous = np.flatnonzero(owned_twice).astype(np.int64)
+        del owned_twice
     step(STEPS[0])
 
-    if sem is Semantics.V8:
+    if sem is Semantics.V8 and edge_weight is not None:
+        strong_referrer = kernels.has_unignored_referrer(n, graph.edge_to, graph.edge_kind, edge_weight)
+    elif sem is Semantics.V8:
         strong_referrer = kernels.has_strong_referrer(n, graph.edge_to, graph.edge_kind)
     else:
         strong_referrer = np.zeros(0, dtype=np.bool_)
@@ -164,6 +199,8 @@ def analyze(
         ids=graph.ids,
         root=root,
         semantics=sem,
+        owner_weight=owner_weight,
+        ambiguous=ambiguous,
     )
 
 

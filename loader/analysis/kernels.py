@@ -3,6 +3,9 @@
 No recursion (dominator trees of real heaps are millions of levels deep in the worst case) and no
 Python object per heap object. :mod:`heapdb.loader.analysis` drives them; ``docs/analysis.md`` states
 the semantics they implement.
+
+Why this module is long: every loop the analysis runs over all objects or references is here, rule
+weights included, so that numba compiles them together and nothing else in the analysis needs numba.
 """
 
 from __future__ import annotations
@@ -373,3 +376,143 @@ def move_owned_sizes(edge_start, edge_to, edge_kind, self_size, owned, synthetic
         sizes[o] += sizes[v]
         sizes[v] = 0
     return sizes
+
+
+# Rule weights (see "Rule weights" in docs/analysis.md). IGNORED equals
+# heapdb.loader.analysis.IGNORED; no retaining reference keeps that weight once the ignored ones
+# are dropped, so the kernels below also use it as "no reference seen yet".
+_IGNORED = np.int8(-128)
+
+
+@njit(cache=True)
+def has_unignored_referrer(n, edge_to, edge_kind, edge_weight):
+    """:func:`has_strong_referrer` with the ignored references left out, as if they were absent."""
+    has = np.zeros(n, dtype=np.bool_)
+    for e in range(edge_to.shape[0]):
+        k = edge_kind[e]
+        if k != _WEAK and k != _SHORTCUT and edge_weight[e] != _IGNORED:
+            has[edge_to[e]] = True
+    return has
+
+
+@njit(cache=True)
+def keep_owners(root, edge_start, edge_to, edge_weight, state):
+    """Drop ignored references, then keep into each live object only its highest-weight ones (OWNS).
+
+    ``state`` is the retaining mask as bytes (0/1); it is rewritten in place to the kept references
+    (0/1). Returns ``(owner_weight, ambiguous)``: int8[n], the weight kept into each live object
+    other than the root (0 elsewhere), and bool[n], live objects whose kept references of weight
+    >= 1 come from two or more objects.
+
+    1. ``live``: what the root reaches over the mask without the ignored references; nothing below
+       changes it. The same walk finds ``best[w]``, the highest weight among the references into
+       ``w`` from live objects.
+    2. The ignored references leave the mask. Another reference stays when its weight is at least
+       ``best`` of its target (from a live object: exactly that; from an object the root does not
+       reach, unless a live one outranks it).
+    3. The kept references are walked from the root in rounds. When a round's walk ends, each live
+       object it did not reach but that a reached object references gets back its highest-weight
+       references from the objects reached so far, and the next round goes on from there; the
+       rounds end when the walk reaches every live object. Each object is walked once.
+    """
+    n = edge_start.shape[0] - 1
+    live = np.zeros(n, dtype=np.uint8)  # 0 dead, 1 live, 2 walked over kept references, 3 given back
+    stack = np.empty(n, dtype=np.int32)
+    best = np.full(n, _IGNORED, dtype=np.int8)
+    live[root] = 1
+    stack[0] = root
+    top = 1
+    while top > 0:
+        top -= 1
+        v = stack[top]
+        for e in range(edge_start[v], edge_start[v + 1]):
+            x = edge_weight[e]
+            if state[e] and x != _IGNORED:
+                w = edge_to[e]
+                if x > best[w]:
+                    best[w] = x
+                if live[w] == 0:
+                    live[w] = 1
+                    stack[top] = w
+                    top += 1
+    outranked = 0
+    for e in range(state.shape[0]):
+        if state[e]:
+            x = edge_weight[e]
+            if x == _IGNORED:
+                state[e] = 0
+            elif x >= best[edge_to[e]]:
+                state[e] = 2  # kept
+            else:
+                outranked += 1  # state 1: retaining but outranked
+
+    walked = np.zeros(n, dtype=np.int32)  # the round in which the walk reached each object
+    given = np.full(n, _IGNORED, dtype=np.int8)  # weight given back to a cut-off object
+    cut_off = np.empty(n, dtype=np.int32)
+    # Nothing outranked: the kept references are all of step 1's, which reach every live object.
+    live[root] = 2
+    stack[0] = root
+    top = 1 if outranked else 0
+    rnd = 0
+    while top > 0:
+        cut = 0
+        while top > 0:
+            top -= 1
+            v = stack[top]
+            for e in range(edge_start[v], edge_start[v + 1]):
+                s = state[e]
+                if s == 0:
+                    continue
+                w = edge_to[e]
+                if live[w] != 1:
+                    continue
+                if s == 2:
+                    live[w] = 2
+                    walked[w] = rnd
+                    stack[top] = w
+                    top += 1
+                else:
+                    x = edge_weight[e]
+                    if given[w] == _IGNORED:
+                        cut_off[cut] = w
+                        cut += 1
+                        given[w] = x
+                    elif x > given[w]:
+                        given[w] = x
+        rnd += 1
+        for i in range(cut):
+            w = cut_off[i]
+            if live[w] == 1:
+                live[w] = 3
+                walked[w] = rnd
+                stack[top] = w
+                top += 1
+
+    # Final pass: the given-back references join the kept ones, the mask becomes 0/1 again, and
+    # owners are counted per object (sources come in index order, so one `last` per object dedups).
+    ambiguous = np.zeros(n, dtype=np.bool_)
+    last = cut_off
+    last[:] = -1
+    for v in range(n):
+        lv = live[v]
+        for e in range(edge_start[v], edge_start[v + 1]):
+            s = state[e]
+            if s == 0:
+                continue
+            w = edge_to[e]
+            x = edge_weight[e]
+            if s == 1 and lv >= 2 and live[w] == 3 and walked[v] < walked[w] and x == given[w]:
+                s = 2
+            if s == 2:
+                state[e] = 1
+                if lv and x >= 1 and last[w] != v:
+                    if last[w] >= 0:
+                        ambiguous[w] = True
+                    last[w] = v
+            else:
+                state[e] = 0
+    for v in range(n):
+        if live[v] == 0 or v == root:
+            best[v] = 0
+    ambiguous[root] = False
+    return best, ambiguous

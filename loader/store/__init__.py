@@ -19,7 +19,7 @@ from __future__ import annotations
 from heapdb.loader.store.lifecycle import delete_objects, drop
 from heapdb.loader.store.schema import SCHEMA, STORE_VERSION, ensure_schema
 from heapdb.loader.store.snapshots import Snapshot, get_snapshot, list_snapshots
-from heapdb.loader.store.summaries import TOP_RANKS, LoadInput, reference_label
+from heapdb.loader.store.summaries import TOP_RANKS, LoadInput, TypeListing, reference_label
 from heapdb.loader.store.writer import DEFAULT_BATCH, WRITERS, LoadReport, load, object_batch
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "LoadInput",
     "LoadReport",
     "Snapshot",
+    "TypeListing",
     "delete_objects",
     "drop",
     "ensure_schema",

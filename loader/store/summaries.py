@@ -1,12 +1,14 @@
-"""What a load writes besides the objects themselves: per-group totals and top ranks.
+"""What a load writes besides the objects themselves: per-group totals, top ranks, type listings.
 
 :class:`LoadInput` bundles a graph with its analysis and first paths, and computes the figures a
 question would otherwise sort millions of objects for: one row per first-path signature and per
-type, and each object's rank among the largest retainers.
+type, each object's rank among the largest retainers, and per type the list of its objects that
+``find`` searches (:class:`TypeListing`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -26,6 +28,58 @@ PATH_SAMPLES = 20
 # "None" in TreeIds' columns (0 can be an object id; this cannot). It is the writer's NULL, so these
 # columns go into a batch as they are and a missing parent is a missing property.
 NO_OBJECT = NULL
+
+
+# How a TypeListing's ids and name ends are stored: int64 little-endian byte arrays, 8 bytes each.
+LISTING_DTYPE = np.dtype("<i8")
+
+
+@dataclass(frozen=True)
+class TypeListing:
+    """Every object of one type, largest retained first (ties: lower id), for ``find``.
+
+    Stored on the type's ``:TypeGroup`` as three properties (:meth:`properties`): ``listing_ids``
+    and ``listing_name_ends`` (byte arrays of :data:`LISTING_DTYPE`) and ``listing_names``, the
+    objects' stored names joined into one string; object ``i``'s name is
+    ``names[ends[i - 1]:ends[i]]``. A search for a text in the names of a type with 400,000 objects
+    is then one substring search in one string, in process, instead of reading 400,000 nodes.
+    """
+
+    ids: np.ndarray  # int64[k]
+    names: str
+    ends: np.ndarray  # int64[k]: where each object's name ends in ``names``, in characters
+
+    def properties(self) -> dict[str, Any]:
+        return {
+            "listing_ids": self.ids.astype(LISTING_DTYPE).tobytes(),
+            "listing_names": self.names,
+            "listing_name_ends": self.ends.astype(LISTING_DTYPE).tobytes(),
+        }
+
+    @classmethod
+    def from_properties(cls, ids: bytes, names: str, ends: bytes) -> TypeListing:
+        return cls(np.frombuffer(ids, dtype=LISTING_DTYPE), names, np.frombuffer(ends, dtype=LISTING_DTYPE))
+
+    @property
+    def nbytes(self) -> int:
+        """Roughly what the listing holds in memory (a cache weighs it by this)."""
+        return int(self.ids.nbytes + self.ends.nbytes + len(self.names))
+
+    def matching(self, text: str, limit: int) -> np.ndarray:
+        """The ids of the first ``limit`` objects whose name contains ``text``, in listing order."""
+        if not text:
+            return self.ids[:limit]
+        found: list[int] = []
+        at = self.names.find(text)
+        while at >= 0 and len(found) < limit:
+            # The object whose name holds position ``at`` (names of length 0 hold none).
+            k = int(np.searchsorted(self.ends, at, side="right"))
+            if at + len(text) <= self.ends[k]:
+                found.append(k)
+            # Either way the next candidate starts in a later name: a match that crosses the end
+            # of name k started after every position where one fits inside it.
+            at = self.names.find(text, int(self.ends[k]))
+        return self.ids[found]
 
 
 @dataclass(frozen=True)
@@ -114,6 +168,27 @@ class LoadInput:
         """One row per type: [type, *group figures]."""
         g = self.graph
         return [[g.strings[int(t)], *figures] for t, _first, figures in self._groups(g.type.astype(np.int64))]
+
+    def type_listings(self) -> Iterator[tuple[str, TypeListing]]:
+        """Each type with a ``:TypeGroup`` (see :meth:`type_groups`) and the :class:`TypeListing`
+        of every object of that type, the root, synthetic and unreachable ones included."""
+        g = self.graph
+        listed = np.unique(g.type[self._members()])
+        order = np.lexsort((g.ids, -self.retained_size, g.type))  # by type, then largest first, then id
+        by_type = g.type[order]
+        for t, lo, hi in zip(
+            listed.tolist(),
+            np.searchsorted(by_type, listed, "left").tolist(),
+            np.searchsorted(by_type, listed, "right").tolist(),
+        ):
+            objects = order[lo:hi]
+            codes, inverse = np.unique(g.name[objects], return_inverse=True)
+            names = np.array([shorten(g.strings[int(c)]) for c in codes.tolist()], dtype=object)
+            lengths = np.fromiter((len(name) for name in names), dtype=np.int64, count=names.size)
+            yield (
+                g.strings[t],
+                TypeListing(g.ids[objects], "".join(names[inverse].tolist()), np.cumsum(lengths[inverse])),
+            )
 
     def _groups(self, key: np.ndarray) -> list[tuple[int, int, list[int]]]:
         """Reachable objects (the root and synthetic nodes aside) grouped by ``key``.

@@ -35,7 +35,7 @@ from heapdb.loader.store import bulk
 from heapdb.loader.store.bulk import NULL, Batch, Column, Kind, Strings, pack
 from heapdb.loader.store.lifecycle import HEARTBEAT_SECONDS, claim, hide, start_purge
 from heapdb.loader.store.schema import STORE_VERSION, ensure_schema
-from heapdb.loader.store.summaries import LoadInput, reference_label
+from heapdb.loader.store.summaries import LoadInput, TypeListing, reference_label
 from heapdb.units import shorten
 
 DEFAULT_BATCH = 20_000  # rows per write transaction
@@ -172,6 +172,11 @@ CREATE (:PathGroup {sid: $sid, sig: r[0], path: r[1], hops: r[2], objects: r[3],
 CREATE_TYPE_GROUPS = """
 UNWIND $rows AS r
 CREATE (:TypeGroup {sid: $sid, type: r[0], objects: r[1], self_size: r[2], retained_size: r[3], max_retained_size: r[4]})
+"""
+
+SET_TYPE_LISTING = """
+MATCH (t:TypeGroup {sid: $sid, type: $type})
+SET t.listing_ids = $listing_ids, t.listing_names = $listing_names, t.listing_name_ends = $listing_name_ends
 """
 
 
@@ -374,9 +379,10 @@ def _write_objects_and_groups(
     report.seconds["objects"] = time.monotonic() - started
 
     started = time.monotonic()
+    type_groups = data.type_groups()
     for label, statement, groups in (
         ("path groups", CREATE_PATH_GROUPS, data.path_groups()),
-        ("type groups", CREATE_TYPE_GROUPS, data.type_groups()),
+        ("type groups", CREATE_TYPE_GROUPS, type_groups),
     ):
 
         def send_groups(rows: list[list[Any]], statement: str = statement) -> int:
@@ -385,6 +391,15 @@ def _write_objects_and_groups(
 
         with progress.bar(f"write {label}", total=len(groups), unit="group") as bar:
             _run_batches(send_groups, (groups[lo:hi] for lo, hi in _chunks(len(groups), batch_size)), bar, workers)
+
+    def send_listing(item: tuple[str, TypeListing]) -> int:
+        type_name, listing = item
+        # One transaction per type: a listing holds about 20 bytes per object of the type.
+        database.write(SET_TYPE_LISTING, {"sid": sid, "type": type_name, **listing.properties()})
+        return 1
+
+    with progress.bar("write type listings", total=len(type_groups), unit="type") as bar:
+        _run_batches(send_listing, data.type_listings(), bar, workers)
     report.seconds["groups"] = time.monotonic() - started
 
 

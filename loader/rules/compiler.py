@@ -1,0 +1,274 @@
+"""A :class:`RuleSet` over one :class:`HeapGraph` -> per-reference weights and per-object buckets.
+
+Everything is vectorised. Each pattern is matched once against the strings the graph actually uses
+in that role (the distinct types, names or edge names: a few thousand to a few million strings, far
+fewer than references), giving a boolean table over the string table; the per-node and per-edge
+arrays then index that table with numpy. No Python loop runs per object or per reference.
+
+Memory: the results are ``edge_weight`` (1 byte per reference) and ``bucket`` (4 bytes per object).
+While compiling, the ignore and weak masks (a byte per reference each, with the owns weights that
+become ``edge_weight``), the current rule's mask and its source objects' mask spread over their
+references (a byte per reference each), the per-object reference counts (8 bytes per object) and
+temporaries of one slice of :data:`_SLICE` references live at a time, plus a table of a byte per
+string for each pattern.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from heapdb.loader.analysis import IGNORED, NO_RULE, WEAK_WEIGHT
+from heapdb.loader.graph import NUMERIC_NAME_KINDS, EdgeKind, HeapGraph
+from heapdb.loader.rules.model import (
+    BucketRule,
+    IgnoreRule,
+    KnownLeakRule,
+    Match,
+    ObjectSelector,
+    OwnsRule,
+    PatternKind,
+    ReferenceSelector,
+    Rule,
+    RuleSet,
+    Step,
+    VerdictRule,
+    WeakRule,
+)
+
+
+@dataclass(frozen=True)
+class CompiledRules:
+    """The enabled rules of a :class:`RuleSet`, applied to one graph.
+
+    ``edge_weight`` (int8[m], indexed like ``graph.edge_to``) is what
+    :func:`heapdb.loader.analysis.analyze` takes: :data:`IGNORED` where an ignore rule hits (it wins
+    over everything), else the highest owns weight (1..127), else :data:`WEAK_WEIGHT` where a weak
+    rule hits, else :data:`NO_RULE`. ``bucket`` (int32[n]) indexes ``bucket_names``, -1 for none; an
+    object takes the bucket of the first rule in file order that selects it. ``hits[i]`` counts the
+    references (objects, for bucket rules) that ``rules[i]`` selected, ignoring precedence; known_leak
+    and verdict rules are not applied yet and count 0.
+    """
+
+    edge_weight: np.ndarray
+    bucket: np.ndarray
+    bucket_names: tuple[str, ...]
+    rules: tuple[Rule, ...]
+    hits: tuple[int, ...]
+    known_leaks: tuple[KnownLeakRule, ...]
+    verdicts: tuple[VerdictRule, ...]
+
+    def unmatched(self) -> tuple[Rule, ...]:
+        """The applied rules (not known_leak or verdict) that selected nothing in this graph."""
+        return tuple(
+            r
+            for r, h in zip(self.rules, self.hits, strict=True)
+            if h == 0 and not isinstance(r, (KnownLeakRule, VerdictRule))
+        )
+
+
+def compile_rules(rule_set: RuleSet, graph: HeapGraph) -> CompiledRules:
+    """Apply ``rule_set``'s enabled rules to ``graph`` (see :class:`CompiledRules`)."""
+    n, m = graph.node_count, graph.edge_count
+    select = Selection(graph)
+    ignored = np.zeros(m, dtype=np.bool_)
+    weak = np.zeros(m, dtype=np.bool_)
+    owns = np.zeros(m, dtype=np.int8)
+    bucket = np.full(n, -1, dtype=np.int32)
+    bucket_names: list[str] = []
+    rules = rule_set.enabled_rules()
+    hits = []
+    for rule in rules:
+        if isinstance(rule, (IgnoreRule, WeakRule, OwnsRule)):
+            edges = select.references(rule.references)
+            hits.append(int(np.count_nonzero(edges)))
+            if isinstance(rule, IgnoreRule):
+                ignored |= edges
+            elif isinstance(rule, WeakRule):
+                weak |= edges
+            else:
+                edges &= owns < rule.weight
+                owns[edges] = rule.weight
+        elif isinstance(rule, BucketRule):
+            if rule.objects is not None:
+                members = select.objects(rule.objects)
+            else:
+                assert rule.references is not None
+                members = select.targets(select.references(rule.references))
+            hits.append(int(np.count_nonzero(members)))
+            if rule.bucket not in bucket_names:
+                bucket_names.append(rule.bucket)
+            members &= bucket < 0
+            bucket[members] = bucket_names.index(rule.bucket)
+        else:
+            hits.append(0)
+    del select
+    edge_weight = owns  # reused in place: owns weights stay, the rest is filled in
+    edge_weight[weak & (edge_weight == NO_RULE)] = WEAK_WEIGHT
+    edge_weight[ignored] = IGNORED
+    return CompiledRules(
+        edge_weight=edge_weight,
+        bucket=bucket,
+        bucket_names=tuple(bucket_names),
+        rules=rules,
+        hits=tuple(hits),
+        known_leaks=rule_set.known_leaks,
+        verdicts=rule_set.verdicts,
+    )
+
+
+# References are processed in slices of this many, so temporaries stay small on 10^7 references.
+_SLICE = 1 << 20
+
+# bool[len(EdgeKind)]: the kinds whose reference name is an index, not a string.
+_NUMERIC_KIND = np.isin(np.arange(len(EdgeKind)), [int(k) for k in NUMERIC_NAME_KINDS])
+
+
+def _slices(length: int) -> list[slice]:
+    return [slice(lo, min(length, lo + _SLICE)) for lo in range(0, length, _SLICE)]
+
+
+class Selection:
+    """Selectors evaluated over one graph: boolean masks over its objects or references.
+
+    Caches what several selectors share: the distinct strings in each role and the per-node
+    reference counts. Per-reference work runs in slices of :data:`_SLICE` references.
+    """
+
+    def __init__(self, graph: HeapGraph) -> None:
+        self.graph = graph
+        self.size = len(graph.strings)
+
+    # -- the strings each role uses, matched once per pattern -----------------------------------
+
+    def _present(self, indices: np.ndarray) -> np.ndarray:
+        present = np.zeros(self.size + 1, dtype=np.bool_)
+        present[indices] = True
+        return np.flatnonzero(present[: self.size])
+
+    @cached_property
+    def _used_types(self) -> np.ndarray:
+        return self._present(self.graph.type)
+
+    @cached_property
+    def _used_names(self) -> np.ndarray:
+        return self._present(self.graph.name)
+
+    @cached_property
+    def _used_edge_names(self) -> np.ndarray:
+        """The string indices that name at least one (non-numeric) reference."""
+        g = self.graph
+        present = np.zeros(self.size + 1, dtype=np.bool_)
+        for s in _slices(g.edge_count):
+            present[np.where(_NUMERIC_KIND[g.edge_kind[s]], self.size, g.edge_name[s])] = True
+        return np.flatnonzero(present[: self.size])
+
+    @cached_property
+    def _used_indices(self) -> np.ndarray:
+        """The distinct indices that name element and hidden references."""
+        g = self.graph
+        parts = [np.unique(g.edge_name[s][_NUMERIC_KIND[g.edge_kind[s]]]) for s in _slices(g.edge_count)]
+        return np.unique(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.uint32)
+
+    @cached_property
+    def _out_degree(self) -> np.ndarray:
+        return np.diff(self.graph.edge_start)
+
+    def string_table(self, match: Match, used: np.ndarray) -> np.ndarray:
+        """bool[len(strings) + 1]: which of the ``used`` strings ``match`` accepts.
+
+        The extra last entry stays False, so indices clipped to it (a numeric edge name) never match.
+        """
+        table = np.zeros(self.size + 1, dtype=np.bool_)
+        strings = self.graph.strings
+        candidates = used.tolist()
+        for pattern in match.patterns:
+            if pattern.kind is PatternKind.EXACT:
+                text = pattern.text
+                hit = np.fromiter((strings[i] == text for i in candidates), dtype=np.bool_, count=len(candidates))
+            else:
+                test = pattern.compiled.fullmatch
+                hit = np.fromiter(
+                    (test(strings[i]) is not None for i in candidates), dtype=np.bool_, count=len(candidates)
+                )
+            table[used[hit]] = True
+        return table
+
+    def _matching_indices(self, match: Match) -> np.ndarray:
+        """The element/hidden indices (sorted, as numbers) whose decimal text ``match`` accepts."""
+        found = [np.zeros(0, dtype=np.int64)]
+        for pattern in match.patterns:
+            if pattern.kind is PatternKind.EXACT:
+                text = pattern.text
+                if text.isascii() and text.isdigit() and str(int(text)) == text and int(text) < 1 << 32:
+                    found.append(np.array([int(text)], dtype=np.int64))
+            else:  # only wildcards need the distinct indices in use
+                used = self._used_indices
+                test = pattern.compiled.fullmatch
+                hit = np.fromiter((test(str(v)) is not None for v in used.tolist()), dtype=np.bool_, count=len(used))
+                found.append(used[hit].astype(np.int64))
+        return np.unique(np.concatenate(found))
+
+    # -- selectors -------------------------------------------------------------------------------
+
+    def objects(self, selector: ObjectSelector) -> np.ndarray:
+        """bool[n]: the objects ``selector`` accepts."""
+        g = self.graph
+        mask = np.ones(g.node_count, dtype=np.bool_)
+        if selector.type is not None:
+            mask &= self.string_table(selector.type, self._used_types)[g.type]
+        if selector.name is not None:
+            mask &= self.string_table(selector.name, self._used_names)[g.name]
+        if selector.kind is not None:
+            kinds = np.array([selector.kind.matches(k) for k in g.node_kinds] + [False], dtype=np.bool_)
+            mask &= kinds[g.kind]
+        return mask
+
+    def step(self, step: Step, source: np.ndarray | None = None) -> np.ndarray:
+        """bool[m]: the references one chain step accepts, starting at ``source`` objects (None = any)."""
+        g = self.graph
+        mask = np.ones(g.edge_count, dtype=np.bool_) if source is None else np.repeat(source, self._out_degree)
+        kinds = names = indices = targets = None
+        if step.kind is not None:
+            kinds = np.zeros(len(EdgeKind), dtype=np.bool_)
+            kinds[[int(k) for k in step.kind]] = True
+        if step.name is not None:
+            names = self.string_table(step.name, self._used_edge_names)
+            indices = self._matching_indices(step.name)
+        if step.to is not None:
+            targets = self.objects(step.to)
+        for s in _slices(g.edge_count):
+            part = mask[s]
+            if kinds is not None:
+                part &= kinds[g.edge_kind[s]]
+            if names is not None and indices is not None:
+                numeric = _NUMERIC_KIND[g.edge_kind[s]]
+                edge_name = g.edge_name[s]
+                named = names[np.where(numeric, self.size, edge_name)]
+                if len(indices):
+                    at = np.minimum(np.searchsorted(indices, edge_name), len(indices) - 1)
+                    named |= numeric & (indices[at] == edge_name)
+                part &= named
+            if targets is not None:
+                part &= targets[g.edge_to[s]]
+        return mask
+
+    def references(self, selector: ReferenceSelector) -> np.ndarray:
+        """bool[m]: the last references of the chains ``selector`` describes."""
+        frontier = None if selector.source is None else self.objects(selector.source)
+        edges = np.zeros(0, dtype=np.bool_)
+        for k, step in enumerate(selector.steps):
+            edges = self.step(step, frontier)
+            if k + 1 < len(selector.steps):
+                frontier = self.targets(edges)
+        return edges
+
+    def targets(self, edges: np.ndarray) -> np.ndarray:
+        """bool[n]: the objects the references in ``edges`` point to."""
+        reached = np.zeros(self.graph.node_count, dtype=np.bool_)
+        to = self.graph.edge_to
+        for s in _slices(self.graph.edge_count):
+            reached[to[s][edges[s]]] = True
+        return reached

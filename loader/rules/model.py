@@ -1,0 +1,231 @@
+"""The parsed form of a rule file: frozen records, no graph in sight.
+
+A :class:`RuleSet` holds every rule of a file in file order, each with the line it starts on and the
+group it belongs to. :mod:`.parse` builds them from TOML; :mod:`.compiler` turns the enabled ones into
+arrays over one graph. docs/rules.md describes the file format these records mirror.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from functools import cached_property
+
+from heapdb.errors import RuleError
+from heapdb.loader.graph import EdgeKind
+
+FORMAT_VERSION = 1
+
+# The group a rule without ``group = "..."`` belongs to. It cannot be switched off.
+DEFAULT_GROUP = ""
+
+# Group names are bare TOML keys without dots, so ``[groups.NAME]`` needs no quoting.
+GROUP_NAME = re.compile(r"[A-Za-z0-9_-]+")
+
+
+class PatternKind(StrEnum):
+    EXACT = "exact"  # a plain TOML string: the whole text, character for character
+    GLOB = "glob"  # { glob = "..." }: shell wildcards * ? [...] over the whole text
+    REGEX = "regex"  # { regex = '...' }: a Python regular expression over the whole text
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """One text pattern. Every kind matches the *whole* text (a regex is anchored at both ends)."""
+
+    kind: PatternKind
+    text: str
+
+    @cached_property
+    def compiled(self) -> re.Pattern[str]:
+        if self.kind is PatternKind.EXACT:
+            return re.compile(re.escape(self.text), re.DOTALL)
+        if self.kind is PatternKind.GLOB:
+            return re.compile(fnmatch.translate(self.text), re.DOTALL)
+        return re.compile(self.text)
+
+    def matches(self, text: str) -> bool:
+        if self.kind is PatternKind.EXACT:
+            return text == self.text
+        return self.compiled.fullmatch(text) is not None
+
+    def __str__(self) -> str:
+        return repr(self.text) if self.kind is PatternKind.EXACT else f"{self.kind.value}:{self.text!r}"
+
+
+@dataclass(frozen=True)
+class Match:
+    """Any of its patterns (a TOML list of patterns; a single pattern is a list of one)."""
+
+    patterns: tuple[Pattern, ...]
+
+    def matches(self, text: str) -> bool:
+        return any(p.matches(text) for p in self.patterns)
+
+    def __str__(self) -> str:
+        return " | ".join(str(p) for p in self.patterns)
+
+
+@dataclass(frozen=True)
+class ObjectSelector:
+    """Objects whose type, name and node kind all match (a missing field matches anything).
+
+    ``kind`` matches the runtime's coarse node kinds (``graph.node_kinds``: ``"closure"``,
+    ``"hidden"``, ``"synthetic"``...).
+    """
+
+    type: Match | None = None
+    name: Match | None = None
+    kind: Match | None = None
+
+
+@dataclass(frozen=True)
+class Step:
+    """One reference of a chain: its name (element and hidden references are named by their index
+    in decimal), its kind (a set of :class:`EdgeKind`) and what it points to. ``None`` = any."""
+
+    name: Match | None = None
+    kind: frozenset[EdgeKind] | None = None
+    to: ObjectSelector | None = None
+
+
+@dataclass(frozen=True)
+class ReferenceSelector:
+    """References: a chain of ``steps`` starting at an object ``source`` selects (None = any object).
+
+    A rule applies to the *last* reference of each matching chain. One step with ``source`` only is
+    "every reference out of a type"; one step with ``to`` only, "every reference into a type".
+    """
+
+    source: ObjectSelector | None
+    steps: tuple[Step, ...]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """What every rule has: where it starts in the file and its group."""
+
+    line: int
+    group: str
+
+
+@dataclass(frozen=True)
+class IgnoreRule(Rule):
+    """The references never retain and never appear on a retainer path."""
+
+    references: ReferenceSelector
+
+
+@dataclass(frozen=True)
+class WeakRule(Rule):
+    """The references yield to any other reference into the same object (weight -1)."""
+
+    references: ReferenceSelector
+
+
+@dataclass(frozen=True)
+class OwnsRule(Rule):
+    """The references own their targets with ``weight`` 1..127; the highest weight into an object wins."""
+
+    references: ReferenceSelector
+    weight: int = 1
+
+
+@dataclass(frozen=True)
+class BucketRule(Rule):
+    """Objects (selected directly or as targets of references) belong to the bucket ``bucket``.
+
+    An object gets the bucket of the first enabled rule, in file order, that selects it. ``[[tag]]``
+    is another spelling of ``[[bucket]]``.
+    """
+
+    bucket: str
+    objects: ObjectSelector | None = None
+    references: ReferenceSelector | None = None
+
+
+@dataclass(frozen=True)
+class KnownLeakRule(Rule):
+    """Objects (and/or a retainer path pattern) that leak for a known reason, reported apart.
+
+    Parsed and validated; the analysis does not apply it yet.
+    """
+
+    reason: str
+    objects: ObjectSelector | None = None
+    path: ReferenceSelector | None = None
+    link: str | None = None
+
+
+@dataclass(frozen=True)
+class VerdictRule(Rule):
+    """A note shown wherever a type or path signature appears ("expected: pool of 64").
+
+    Parsed and validated; nothing shows it yet.
+    """
+
+    note: str
+    objects: ObjectSelector | None = None
+    path: ReferenceSelector | None = None
+
+
+@dataclass(frozen=True)
+class Group:
+    """A named set of rules that can be switched off as a whole."""
+
+    name: str
+    enabled: bool = True
+    description: str = ""
+    line: int | None = None  # where ``[groups.NAME]`` is, None when only rules name the group
+
+
+@dataclass(frozen=True)
+class RuleSet:
+    """Every rule of one rule file, in file order, and the groups they belong to."""
+
+    version: int
+    rules: tuple[Rule, ...]
+    groups: tuple[Group, ...] = ()
+    path: str | None = None
+    text: str = field(default="", repr=False)
+
+    @property
+    def group_names(self) -> tuple[str, ...]:
+        return tuple(g.name for g in self.groups)
+
+    def enabled_rules(self) -> tuple[Rule, ...]:
+        """The rules of enabled groups (rules outside any group are always enabled)."""
+        off = {g.name for g in self.groups if not g.enabled}
+        return tuple(r for r in self.rules if r.group not in off)
+
+    def with_groups(self, *, enable: Sequence[str] = (), disable: Sequence[str] = ()) -> RuleSet:
+        """A copy with the named groups switched on or off; ``"*"`` names every group.
+
+        Raises :class:`~heapdb.errors.RuleError` for a group the file does not have.
+        """
+        known = set(self.group_names)
+        for name in (*enable, *disable):
+            if name != "*" and name not in known:
+                have = ", ".join(sorted(known)) or "none"
+                raise RuleError(self.path, f"no rule group named {name!r} (the file's groups: {have})")
+
+        def state(g: Group) -> bool:
+            if g.name in disable or "*" in disable:
+                return g.name in enable
+            return g.enabled or g.name in enable or "*" in enable
+
+        return replace(self, groups=tuple(replace(g, enabled=state(g)) for g in self.groups))
+
+    def of_kind(self, cls: type[Rule]) -> tuple[Rule, ...]:
+        return tuple(r for r in self.rules if isinstance(r, cls))
+
+    @property
+    def known_leaks(self) -> tuple[KnownLeakRule, ...]:
+        return tuple(r for r in self.enabled_rules() if isinstance(r, KnownLeakRule))
+
+    @property
+    def verdicts(self) -> tuple[VerdictRule, ...]:
+        return tuple(r for r in self.enabled_rules() if isinstance(r, VerdictRule))

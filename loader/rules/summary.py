@@ -1,0 +1,111 @@
+"""What an analysis under rules says beyond retained sizes: ownership warnings and bucket totals.
+
+``heapdb analyze --rules`` prints this beside the ordinary report. A frozen record; ``as_dict()``
+gives its ``--json`` form.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from heapdb.loader.analysis import IGNORED, WEAK_WEIGHT, Analysis, outermost_members
+from heapdb.loader.graph import HeapGraph
+from heapdb.loader.rules.compiler import CompiledRules
+
+EXAMPLES = 5  # objects of ambiguous ownership listed by (type, id)
+
+
+@dataclass(frozen=True)
+class ObjectRef:
+    type: str
+    id: int
+
+
+@dataclass(frozen=True)
+class BucketRow:
+    """One bucket: its reached members and what they retain, each byte counted once."""
+
+    name: str
+    objects: int  # reached members
+    self_size: int  # their summed self sizes
+    retained_size: int  # the summed retained sizes of the outermost members (no member dominates them)
+
+
+@dataclass(frozen=True)
+class RulesSummary:
+    rules_file: str | None
+    rules: int  # enabled rules
+    disabled_groups: tuple[str, ...]
+    unmatched_rule_lines: tuple[int, ...]  # applied rules that selected nothing in this snapshot
+    ignored_references: int
+    weak_references: int
+    owned_references: int
+    ambiguous_objects: int  # MSA's ambiguous ownership: two owners of the same highest weight
+    ambiguous_examples: tuple[ObjectRef, ...]
+    unowned_objects: int  # reached objects no owns rule owns (root and synthetic nodes aside)
+    buckets: tuple[BucketRow, ...]  # largest retained size first
+    known_leak_rules: int  # parsed, not applied yet
+    verdict_rules: int  # parsed, not applied yet
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def rules_summary(
+    graph: HeapGraph,
+    result: Analysis,
+    compiled: CompiledRules,
+    *,
+    rules_file: str | None = None,
+    disabled_groups: tuple[str, ...] = (),
+) -> RulesSummary:
+    """Summarise ``result`` (an analysis run with ``edge_weight=compiled.edge_weight``)."""
+    weight = compiled.edge_weight
+    ambiguous = result.ambiguous
+    examples = tuple(ObjectRef(graph.type_name(int(i)), int(graph.ids[int(i)])) for i in ambiguous[:EXAMPLES])
+
+    counted = result.reachable & ~graph.synthetic_nodes()
+    counted[result.root] = False
+    unowned = int(np.count_nonzero(counted & (result.owner_weight <= 0)))
+
+    return RulesSummary(
+        rules_file=rules_file,
+        rules=len(compiled.rules),
+        disabled_groups=disabled_groups,
+        unmatched_rule_lines=tuple(r.line for r in compiled.unmatched()),
+        ignored_references=int(np.count_nonzero(weight == IGNORED)),
+        weak_references=int(np.count_nonzero(weight == WEAK_WEIGHT)),
+        owned_references=int(np.count_nonzero(weight > 0)),
+        ambiguous_objects=int(len(ambiguous)),
+        ambiguous_examples=examples,
+        unowned_objects=unowned,
+        buckets=bucket_rows(result, compiled),
+        known_leak_rules=len(compiled.known_leaks),
+        verdict_rules=len(compiled.verdicts),
+    )
+
+
+def bucket_rows(result: Analysis, compiled: CompiledRules) -> tuple[BucketRow, ...]:
+    """Per bucket: reached members, their self sizes, and the retained size of the outermost ones."""
+    count = len(compiled.bucket_names)
+    if count == 0:
+        return ()
+    bucket = compiled.bucket
+    member = (bucket >= 0) & result.reachable
+    member[result.root] = False
+    group = np.where(member, bucket, 0)
+    outer = outermost_members(result.idom, result.root, group, member, count)
+    objects = np.bincount(bucket[member], minlength=count)
+    self_size = np.zeros(count, dtype=np.int64)
+    np.add.at(self_size, bucket[member], result.self_size[member])
+    retained = np.zeros(count, dtype=np.int64)
+    np.add.at(retained, bucket[outer], result.retained_size[outer])
+    rows = [
+        BucketRow(name, int(objects[b]), int(self_size[b]), int(retained[b]))
+        for b, name in enumerate(compiled.bucket_names)
+    ]
+    rows.sort(key=lambda r: (-r.retained_size, r.name))
+    return tuple(rows)
