@@ -468,15 +468,8 @@ def private_neo4j(home: Path, heap: str, pagecache: str) -> Iterator[config.Mana
     os.environ["XDG_CONFIG_HOME"] = str(home / "config")
     for variable in ("NEO4J_URI", "NEO4J_USER", "NEO4J_PASSWORD", "NEO4J_DATABASE"):
         os.environ.pop(variable, None)
-    settings = config.ManagedSettings(
-        bolt_port=neo4j_server.free_port(), http_port=neo4j_server.free_port(), heap=heap, pagecache=pagecache
-    )
-    settings = neo4j_server.install(settings)
-    neo4j_server.start(timeout=600)
-    try:
+    with neo4j_server.running_on_free_ports(heap, pagecache, timeout=600) as settings:
         yield settings
-    finally:
-        neo4j_server.stop()
 
 
 # --- report --------------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -764,3 +764,18 @@ if __name__ == "__main__":  # `python -m heapdb.neo4j_server resolve`, used by s
         resolve(say=lambda message: print(message, file=sys.stderr))
     except HeapdbError as e:
         sys.exit(f"heapdb: error: {e}")
+
+
+@contextlib.contextmanager
+def running_on_free_ports(heap: str, pagecache: str, timeout: float = 240) -> Iterator[config.ManagedSettings]:
+    """The managed Neo4j installed on free ports with this memory, started, and stopped on the way
+    out: for the test suite and the benchmarks, each with a Neo4j of its own (point ``XDG_DATA_HOME``
+    and ``XDG_CONFIG_HOME`` at a directory of its own first)."""
+    settings = install(
+        config.ManagedSettings(bolt_port=free_port(), http_port=free_port(), heap=heap, pagecache=pagecache)
+    )
+    start(timeout=timeout)
+    try:
+        yield settings
+    finally:
+        stop()

@@ -12,6 +12,7 @@ the cut): names to :data:`NAME_WIDTH` characters, types and reference names to
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from heapdb import units
@@ -388,8 +389,9 @@ def node_label(o: ObjectInfo) -> str:
     return "\n".join(lines)
 
 
-def dot(answer: WhyAlive | DominatorChain | Retains) -> str:
-    """GraphViz dot source for a graph answer (top to bottom, root at the top)."""
+def dot(answer: WhyAlive | DominatorChain | Retains, link: Callable[[int], str] | None = None) -> str:
+    """GraphViz dot source for a graph answer (top to bottom, root at the top); ``link`` gives each
+    object's URL, which an SVG drawing makes a clickable node."""
     fig = figure(answer)
     out = [
         "digraph heapdb {",
@@ -404,6 +406,8 @@ def dot(answer: WhyAlive | DominatorChain | Retains) -> str:
             attributes += ["shape=house", 'fillcolor="#d9d9d9"', "penwidth=2", 'tooltip="root"']
         if o.id == fig.target:
             attributes += ['fillcolor="#ffb3b3"', 'color="#cc0000"', "penwidth=2.5", 'tooltip="target"']
+        if link is not None:
+            attributes += [f"URL={dot_string(link(o.id))}", 'target="_top"']
         out.append(f"  n{_node_key(o.id)} [{', '.join(attributes)}];")
     for e in fig.edges:
         attributes = [f"label={dot_string(e.label)}"] if e.label else []
@@ -420,12 +424,12 @@ def _node_key(object_id: int) -> str:
     return str(object_id) if object_id >= 0 else f"m{-object_id}"
 
 
-def svg(answer: WhyAlive | DominatorChain | Retains) -> str:
+def svg(answer: WhyAlive | DominatorChain | Retains, link: Callable[[int], str] | None = None) -> str:
     """The answer drawn as SVG by GraphViz's ``dot`` (the Debian ``graphviz`` package)."""
     import graphviz
 
     try:
-        return graphviz.Source(dot(answer)).pipe(format="svg", encoding="utf-8")
+        return graphviz.Source(dot(answer, link)).pipe(format="svg", encoding="utf-8")
     except graphviz.ExecutableNotFound:
         from heapdb.errors import HeapdbError
 

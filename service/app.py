@@ -41,7 +41,7 @@ from heapdb.errors import HeapdbError, NotFound, ParameterError
 from heapdb.queries import catalog, params, results
 from heapdb.queries.cache import AnswerCache
 from heapdb.queries.questions import Questions
-from heapdb.service import links
+from heapdb.service import links, pages
 
 
 class DatabaseHandle:
@@ -176,10 +176,14 @@ class Guard:
 
     def refusal(self, request: Request) -> Response | None:
         path = request.url.path
-        if self.token and path.startswith("/api/") and path != "/api/health":
+        if self.token and path != "/api/health" and not pages.open_to_all(path):
             scheme, _, given = request.headers.get("authorization", "").partition(" ")
-            if scheme.lower() != "bearer" or not secrets.compare_digest(given.strip().encode(), self.token.encode()):
-                return JSONResponse(
+            if scheme.lower() == "bearer":
+                allowed = secrets.compare_digest(given.strip().encode(), self.token.encode())
+            else:  # a browser: the token it was given at /login, in a cookie
+                allowed = pages.signed_in(request, self.token)
+            if not allowed:
+                return pages.sign_in_first(request) or JSONResponse(
                     {"error": "missing or wrong bearer token (Authorization: Bearer <HEAPDB_API_TOKEN>)"},
                     status_code=401,
                     headers={"WWW-Authenticate": "Bearer"},
@@ -229,8 +233,9 @@ def create_app(
         return Questions(handle.get(), query_timeout, cache)
 
     @app.exception_handler(HeapdbError)
-    async def heapdb_error(request: Request, error: HeapdbError) -> JSONResponse:
-        return JSONResponse({"error": str(error)}, status_code=error.http_status)
+    async def heapdb_error(request: Request, error: HeapdbError) -> Response:
+        page = pages.error_page(request, error.http_status, str(error))
+        return page or JSONResponse({"error": str(error)}, status_code=error.http_status)
 
     @app.exception_handler(neo4j.exceptions.DriverError)
     @app.exception_handler(neo4j.exceptions.TransientError)
@@ -248,7 +253,10 @@ def create_app(
         return JSONResponse({"error": f"bad parameters: {problems}"}, status_code=422)
 
     @app.exception_handler(StarletteHTTPException)
-    async def http_error(request: Request, error: StarletteHTTPException) -> JSONResponse:
+    async def http_error(request: Request, error: StarletteHTTPException) -> Response:
+        page = pages.error_page(request, error.status_code, str(error.detail))
+        if page is not None:
+            return page
         return JSONResponse(
             {"error": str(error.detail)}, status_code=error.status_code, headers=getattr(error, "headers", None)
         )
@@ -384,6 +392,25 @@ def create_app(
         rows = catalog.run(handle.get(), name, stored.bind(values), timeout=query_timeout)
         return {"query": name, "rows": jsonable_encoder(rows)}
 
+    @app.get("/api/rules", summary="The rule sets stored in the database: the latest version of each, or every version")
+    def rule_sets(
+        all_versions: Annotated[bool, Query(description="list every version, not only the latest")] = False,
+    ) -> list[dict[str, Any]]:
+        from heapdb.loader.store import rulesets
+
+        return [r.as_dict() for r in rulesets.list_rule_sets(handle.get(), all_versions=all_versions)]
+
+    @app.get("/api/rules/{name}", summary="One rule set with its text: the latest version, or ?version=")
+    def rule_set(
+        name: Annotated[str, FastAPIPath(min_length=1, max_length=100, description="the rule set's name")],
+        version: Annotated[int | None, Query(ge=1, description="this version")] = None,
+    ) -> dict[str, Any]:
+        from heapdb.loader.store import rulesets
+
+        # rulesets checks the name and the version's upper bound (a 422 either way).
+        return rulesets.get_rule_set(handle.get(), name, version).as_dict()
+
+    pages.add_pages(app, questions, api_token)
     app.add_middleware(Guard, token=api_token)
     app.add_middleware(RouteOnRawPath)  # outermost: before the other middleware and the routing
     return app

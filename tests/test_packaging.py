@@ -49,6 +49,11 @@ def test_wheel_has_one_namespace_and_the_query_files(tmp_path: Path) -> None:
     plugin_sources = sorted(p.relative_to(plugin).as_posix() for p in plugin.rglob("*") if p.is_file())
     shipped = sorted(n.removeprefix("heapdb/loader/store/plugin/") for n in names if "/store/plugin/" in n)
     assert shipped == plugin_sources and "pom.xml" in shipped
+    # The pages' templates, style sheet and icon.
+    for folder in ("templates", "static"):
+        page_files = sorted(p.name for p in (ROOT / "service" / folder).iterdir() if p.is_file())
+        shipped_pages = sorted(n.split("/")[-1] for n in names if n.startswith(f"heapdb/service/{folder}/"))
+        assert shipped_pages == page_files and page_files
     cypher_sources = sorted(p.name for p in (ROOT / "queries").glob("*.cypher"))
     assert sorted(n.split("/")[-1] for n in names if n.endswith(".cypher")) == cypher_sources
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))

@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import socket
-import threading
-import time
 import uuid
 from collections.abc import Iterator
 from typing import Any, cast
@@ -26,6 +23,7 @@ from heapdb.loader import analysis, store
 from heapdb.queries.questions import Questions
 from heapdb.service import links
 from heapdb.service.app import MAX_NESTING, MAX_PARAMETERS, MAX_VALUE_CHARS, create_app
+from tests.support.serving import served
 
 
 def no_database() -> Database:
@@ -157,35 +155,6 @@ def test_serve_refuses_an_open_address_without_a_token(monkeypatch: pytest.Monke
     monkeypatch.delenv("HEAPDB_API_TOKEN")
     assert CliRunner().invoke(main, ["serve", "--host", "127.0.0.1"]).exit_code == 0
     assert served_on == ["0.0.0.0", "0.0.0.0", "127.0.0.1"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class served:
-    """The app under a real uvicorn on a free loopback port, in a thread, for the ``with`` block."""
-
-    def __init__(self, app: Any) -> None:
-        import uvicorn
-
-        self.port = free_port()
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="critical"))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    def __enter__(self) -> int:
-        self.thread.start()
-        deadline = time.monotonic() + 30
-        while not self.server.started:
-            assert time.monotonic() < deadline, "uvicorn did not start"
-            time.sleep(0.05)
-        return self.port
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=30)
 
 
 def test_tags_no_url_can_carry_are_refused_at_load() -> None:

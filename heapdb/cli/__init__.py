@@ -86,6 +86,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "query": ("heapdb.cli.query_cmd", "Run a stored query by name and print its rows."),
     "retains": ("heapdb.cli.query_cmd", "What an object keeps alive: its dominated subtree, largest first."),
+    "rules": ("heapdb.cli.rules_cmd", "Rule sets kept in the database: add, list, show and remove them."),
     "serve": ("heapdb.cli.serve_cmd", "Serve heapdb's questions over HTTP, with OpenAPI docs at /docs."),
     "snapshots": (
         "heapdb.cli.load_cmd",

@@ -12,11 +12,16 @@ import click
 from heapdb import db
 from heapdb.cli import main
 from heapdb.cli.options import key_values
-from heapdb.cli.steps import analyse_with_progress, read_with_progress
+from heapdb.cli.steps import NO_RULES, analyse_with_progress, choose_rules, read_with_progress
 from heapdb.units import human_bytes
 
 if TYPE_CHECKING:
+    from heapdb.loader.analysis import Analysis
+    from heapdb.loader.graph import HeapGraph
+    from heapdb.loader.rules import CompiledRules
     from heapdb.loader.store import Snapshot
+
+AMBIGUOUS_EXAMPLES = 5  # objects of ambiguous ownership a load names
 
 
 def _say(message: str) -> None:
@@ -44,9 +49,33 @@ def _say(message: str) -> None:
     help="How to write: through heapdb's Neo4j plugin ('plugin'), through Cypher ('cypher'), or the plugin "
     "when the database has it ('auto').",
 )
+@click.option(
+    "--rules",
+    "rules",
+    default=NO_RULES,
+    show_default=True,
+    metavar="FILE|NAME|none",
+    help="Analyse under rules (docs/rules.md): a rule file, or the name of a rule set stored with "
+    "`heapdb rules add`; 'none' for the plain analysis.",
+)
+@click.option(
+    "--disable-group",
+    "disabled",
+    multiple=True,
+    metavar="NAME",
+    help="Switch off a group of the rule set ('*' for all); repeatable.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the load report as JSON.")
 def load(
-    file: str, tag: str, replace: bool, meta: tuple[str, ...], batch_size: int, writer: str, as_json: bool
+    file: str,
+    tag: str,
+    replace: bool,
+    meta: tuple[str, ...],
+    batch_size: int,
+    writer: str,
+    rules: str,
+    disabled: tuple[str, ...],
+    as_json: bool,
 ) -> None:
     """Read a snapshot, compute dominators, retained sizes and distances, and store it in Neo4j.
 
@@ -59,23 +88,45 @@ def load(
     suspects, diff, leaks, growth); the references follow, and the questions that walk them (object
     details, why with --k or ignore lists, the retainers and why-alive-avoiding queries) answer once
     they are in. `heapdb snapshots` shows how far a load is.
+
+    With --rules the analysis follows the rules (dominators, retained sizes, ranks, distances,
+    first paths, groups; each object's bucket), and the snapshot records the rule set; the stored
+    references (:REF and :WEAK_REF) stay what the runtime's own rules say.
     """
-    from heapdb.loader import store
+    from heapdb.loader import analysis, store
+    from heapdb.loader.rules import compile_rules
     from heapdb.loader.store.lifecycle import check_tag
 
     check_tag(tag)  # at once, not after reading and analysing the file
     if writer not in store.WRITERS:
         raise click.BadParameter(f"choose one of {', '.join(store.WRITERS)}", param_hint="--writer")
+    if disabled and rules == NO_RULES:
+        raise click.UsageError("--disable-group needs --rules")
     extra = {key: values[-1] for key, values in key_values(meta, "--meta").items()}
+    # The rules are read and checked first: a bad rule file fails before a long read of the snapshot.
+    choice = choose_rules(rules, disabled_groups=disabled, connect=db.connect)
     started = time.monotonic()
     _, graph = read_with_progress(file)
     read_seconds = time.monotonic() - started
 
     started = time.monotonic()
-    result = analyse_with_progress(graph)
+    analysed_with = None
+    if choice is None:
+        result = analyse_with_progress(graph)
+        data = store.LoadInput.from_analysis(graph, result)
+    else:
+        compiled = compile_rules(choice.rule_set, graph)
+        result = analyse_with_progress(graph, edge_weight=compiled.edge_weight)
+        data = store.LoadInput.from_analysis(
+            graph,
+            result,
+            retaining=analysis.retaining_edges(graph, result.semantics),
+            bucket=compiled.bucket if compiled.bucket_names else None,
+            bucket_names=compiled.bucket_names,
+        )
+        analysed_with = choice.snapshot_properties(len(result.ambiguous))
+        _warn_about_rules(graph, result, compiled)
     analyse_seconds = time.monotonic() - started
-
-    data = store.LoadInput.from_analysis(graph, result)
 
     def ready(report: store.LoadReport) -> None:
         first = read_seconds + analyse_seconds + report.ready_seconds
@@ -93,6 +144,7 @@ def load(
             writer=writer,
             say=_say,
             on_ready=ready,
+            analysed_with=analysed_with,
         )
     report.seconds = {"read": read_seconds, "analyse": analyse_seconds, **report.seconds}
     if as_json:
@@ -107,6 +159,7 @@ def load(
                     "writer": report.writer,
                     # From the start of the command until the snapshot answered questions.
                     "ready_after": read_seconds + analyse_seconds + report.ready_seconds,
+                    **({"rules": analysed_with} if analysed_with is not None else {}),
                 },
                 indent=2,
             )
@@ -114,6 +167,21 @@ def load(
         return
     phases = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in report.seconds.items())
     click.echo(f"loaded {report.objects:,} objects and {report.references:,} references as {tag!r} ({phases})")
+
+
+def _warn_about_rules(graph: HeapGraph, result: Analysis, compiled: CompiledRules) -> None:
+    """What `heapdb analyze --rules` warns about too: ambiguous ownership, rules that match nothing."""
+    if len(result.ambiguous):
+        examples = ", ".join(
+            f"{graph.type_name(int(i))} @{int(graph.ids[int(i)])}" for i in result.ambiguous[:AMBIGUOUS_EXAMPLES]
+        )
+        _say(
+            f"warning: {len(result.ambiguous):,} objects of ambiguous ownership (two owners of one weight): {examples}"
+        )
+    unmatched = compiled.unmatched()
+    if unmatched:
+        lines = ", ".join(str(r.line) for r in unmatched)
+        _say(f"warning: rules that match nothing in this snapshot, at lines {lines}")
 
 
 @main.command()

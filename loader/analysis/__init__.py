@@ -140,13 +140,7 @@ def analyze(
     if devtools_sizes:
         self_size = devtools_self_sizes(graph)
 
-    if sem is Semantics.V8:
-        dom_trees_root = _kind_masks(graph)["dom_trees_root"]
-        page = kernels.page_owned(graph.edge_start, graph.edge_to, graph.edge_kind, root, dom_trees_root)
-    else:
-        page = np.zeros(0, dtype=np.uint8)
-    mask = kernels.retaining_mask(graph.edge_start, graph.edge_to, graph.edge_kind, root, page, sem is Semantics.V8)
-    del page
+    mask = retaining_edges(graph, sem)
     owner_weight = np.zeros(n, dtype=np.int8)
     ambiguous = np.zeros(0, dtype=np.int64)
     if edge_weight is not None:
@@ -202,6 +196,22 @@ def analyze(
         owner_weight=owner_weight,
         ambiguous=ambiguous,
     )
+
+
+def retaining_edges(graph: HeapGraph, semantics: Semantics | str | None = None) -> np.ndarray:
+    """bool[m]: the references that can retain under the runtime's own rules (step 1 of
+    :func:`analyze` without rule weights): what a load stores as ``:REF``, whatever rules say."""
+    sem = semantics_for(graph) if semantics is None else Semantics(semantics)
+    root = int(graph.root)
+    if sem is Semantics.V8:
+        dom_trees_root = _kind_masks(graph)["dom_trees_root"]
+        page = kernels.page_owned(graph.edge_start, graph.edge_to, graph.edge_kind, root, dom_trees_root)
+    else:
+        page = np.zeros(0, dtype=np.uint8)
+    mask: np.ndarray = kernels.retaining_mask(
+        graph.edge_start, graph.edge_to, graph.edge_kind, root, page, sem is Semantics.V8
+    )
+    return mask
 
 
 def outermost_members(

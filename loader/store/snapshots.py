@@ -49,6 +49,12 @@ class Snapshot:
     failure: str | None = None  # why a failed load failed: the error, or which loader went silent when
     failed_at: str | None = None
     purged: bool | None = None  # a failed load's records are freed (the node stays, to be listed)
+    # A load analysed under rules (`heapdb load --rules`); all None for the plain analysis.
+    rules: str | None = None  # the rule file's absolute path, or the stored rule set's name
+    rules_digest: str | None = None  # sha256 of the rule text, in hex
+    rules_version: int | None = None  # a stored rule set's version
+    rules_disabled_groups: tuple[str, ...] | None = None  # groups switched off with --disable-group
+    ambiguous_objects: int | None = None  # objects two owners of the same weight claim
     meta: dict[str, Any] = field(default_factory=dict, hash=False)  # a dict cannot be hashed; the rest can
 
     @classmethod
@@ -61,6 +67,8 @@ class Snapshot:
             values["meta"] = json.loads(meta)
         elif isinstance(meta, Mapping):
             values["meta"] = dict(meta)
+        if "rules_disabled_groups" in values:
+            values["rules_disabled_groups"] = tuple(values["rules_disabled_groups"])
         return cls(**values)
 
     def as_dict(self) -> dict[str, Any]:

@@ -116,9 +116,24 @@ class LoadInput:
     reachable: np.ndarray
     retaining: np.ndarray  # bool[m]: the edge retains (stored as :REF), else :WEAK_REF
     paths: FirstPaths  # each object's first retainer path and its signature
+    # Under rules: each object's bucket, an index into ``bucket_names`` (-1: none; stored as ``bucket``).
+    bucket: np.ndarray | None = None  # int32[n]
+    bucket_names: tuple[str, ...] = ()
 
     @classmethod
-    def from_analysis(cls, graph: HeapGraph, result: Analysis) -> LoadInput:
+    def from_analysis(
+        cls,
+        graph: HeapGraph,
+        result: Analysis,
+        *,
+        retaining: np.ndarray | None = None,
+        bucket: np.ndarray | None = None,
+        bucket_names: tuple[str, ...] = (),
+    ) -> LoadInput:
+        """The load of ``result``. For an analysis under rules, ``retaining`` is the mask of the
+        references that retain under the runtime's own rules (what :REF and :WEAK_REF record, which
+        rules never change), while the first paths follow the rules (``result.retaining``); the
+        default is ``result.retaining`` for both."""
         return cls(
             graph=graph,
             retained_size=result.retained_size,
@@ -126,8 +141,10 @@ class LoadInput:
             distance=result.distance,
             idom=result.idom,
             reachable=result.reachable,
-            retaining=result.retaining,
+            retaining=result.retaining if retaining is None else retaining,
             paths=first_paths(graph, result.retaining),
+            bucket=bucket,
+            bucket_names=bucket_names,
         )
 
     @cached_property

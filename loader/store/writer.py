@@ -80,6 +80,7 @@ OBJECT_COLUMNS = (
     Column("via", Kind.INTEGER),
     Column("via_kind", Kind.TEXT),
     Column("via_name", Kind.TEXT),
+    Column("bucket", Kind.TEXT),  # a load under rules: the object's bucket, where a bucket rule selects it
 )
 # A reference's properties; its relationship type is REFERENCE_TYPES[0] when it retains, else [1].
 REFERENCE_COLUMNS = (Column("kind", Kind.TEXT), Column("name", Kind.TEXT))
@@ -138,8 +139,19 @@ def object_batch(data: LoadInput, ranks: tuple[np.ndarray, np.ndarray], lo: int,
         holders.dom[lo:hi],  # NO_OBJECT is NULL: no property
         holders.via[lo:hi],
         *via_labels,
+        _bucket_column(strings, data, lo, hi),
     ]
     return pack(columns, strings)
+
+
+def _bucket_column(strings: Strings, data: LoadInput, lo: int, hi: int) -> np.ndarray:
+    """Objects ``lo`` to ``hi``'s bucket names, NULL (no property) where there is none."""
+    column = np.full(hi - lo, NULL, dtype=np.int64)
+    if data.bucket is not None:
+        bucket = data.bucket[lo:hi]
+        has = bucket >= 0
+        column[has] = strings.codes(bucket[has], data.bucket_names.__getitem__)
+    return column
 
 
 def reference_batch(data: LoadInput, sources: np.ndarray, ends: np.ndarray, lo: int, hi: int) -> Batch:
@@ -286,6 +298,7 @@ def load(
     writer: str = "auto",
     say: Callable[[str], None] = lambda _m: None,
     on_ready: Callable[[LoadReport], None] = lambda _r: None,
+    analysed_with: dict[str, Any] | None = None,
 ) -> LoadReport:
     """Write an analysed graph into Neo4j under ``tag``, in two steps.
 
@@ -293,7 +306,8 @@ def load(
     totals; then the snapshot becomes ``ready`` with ``references_ready: false``, ``on_ready`` is
     called, and every question that needs no references answers. Then the references, after which
     ``references_ready`` turns true. A load that fails or is interrupted at any point ends invisible.
-    ``writer`` is one of :data:`WRITERS`.
+    ``writer`` is one of :data:`WRITERS`. ``analysed_with``: extra ``:Snapshot`` properties that
+    say what the analysis ran with (a load under rules: ``rules``, ``rules_digest``...).
     """
     g = data.graph
     plugin = _use_plugin(database, writer, say)
@@ -316,6 +330,7 @@ def load(
         "host": socket.gethostname(),
         "heartbeat": _now(),
         "meta": json.dumps({**{k: v for k, v in g.meta.items() if _jsonable(v)}, **(meta or {})}, sort_keys=True),
+        **(analysed_with or {}),
     }
     sid, replaced, leftovers = claim(database, tag, replace, properties)
     sink: _PluginSink | _CypherSink = (

@@ -24,6 +24,7 @@ returns ``None`` when there is none. The WebSocket client is the ``websocket-cli
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
@@ -112,6 +113,7 @@ class ChromiumPage:
             self._session = _Session(_page_websocket(port, deadline), deadline)
             self._session.call("Page.enable")
             self._session.call("Runtime.enable")
+            self._session.call("Log.enable")
             self._session.call("Page.navigate", {"url": url})
             self._session.wait_for("document.readyState === 'complete'")
             # Enabled once for the page's life: the profiler's id map is what keeps ids stable.
@@ -139,6 +141,47 @@ class ChromiumPage:
     def wait_for(self, expression: str) -> None:
         """Poll a JavaScript expression until it is true."""
         self._live().wait_for(expression)
+
+    def goto(self, url: str) -> None:
+        """Load ``url`` in the page and wait until it has loaded."""
+        session = self._live()
+        session.call("Page.navigate", {"url": url})
+        session.wait_for(f"location.href === {json.dumps(url)} && document.readyState === 'complete'")
+
+    def follow(self, selector: str) -> str:
+        """Click the first element matching ``selector`` (a link) with the mouse, as a person would,
+        wait for the page it leads to, and return that page's URL."""
+        session = self._live()
+        before = session.evaluate("location.href")
+        found = json.dumps(selector)
+        x, y = session.evaluate(
+            f"(() => {{ const e = document.querySelector({found}); e.scrollIntoView({{block: 'center'}});"
+            " const r = e.getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; })()"
+        )
+        for kind in ("mouseMoved", "mousePressed", "mouseReleased"):
+            session.call("Input.dispatchMouseEvent", {"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1})
+        session.wait_for(f"location.href !== {json.dumps(before)} && document.readyState === 'complete'")
+        return str(session.evaluate("location.href"))
+
+    def screenshot(
+        self, out: str | os.PathLike[str], width: int = 1280, height: int = 900, *, full_page: bool = True
+    ) -> Path:
+        """The page as a PNG, ``width`` pixels wide: all of it, or the first ``height`` pixels."""
+        session = self._live()
+        session.call(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
+        )
+        shot = session.call("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": full_page})
+        out_path = Path(out)
+        out_path.parent.mkdir(parents=True, exist_ok=True)
+        out_path.write_bytes(base64.b64decode(shot["data"]))
+        return out_path
+
+    @property
+    def problems(self) -> list[str]:
+        """What the page reported as errors so far: console errors, exceptions, failed loads."""
+        return list(self._live().problems)
 
     def heap_snapshot(self, out: str | os.PathLike[str]) -> Path:
         """Force a garbage collection and write the page's heap snapshot to ``out``."""
@@ -250,6 +293,7 @@ class _Session:
         )
         self.next_id = 0
         self.chunk_sink: Any = None
+        self.problems: list[str] = []  # console errors, uncaught exceptions, failed loads (Log.enable)
 
     def close(self) -> None:
         self.ws.close()
@@ -270,8 +314,16 @@ class _Session:
                 if "error" in message:
                     raise ChromiumError(f"{method} failed: {message['error']}")
                 return message.get("result", {})
-            if message.get("method") == "HeapProfiler.addHeapSnapshotChunk" and self.chunk_sink is not None:
-                self.chunk_sink.write(message["params"]["chunk"])
+            event, params = message.get("method"), message.get("params", {})
+            if event == "HeapProfiler.addHeapSnapshotChunk" and self.chunk_sink is not None:
+                self.chunk_sink.write(params["chunk"])
+            elif event == "Runtime.exceptionThrown":
+                self.problems.append(f"exception: {params['exceptionDetails'].get('text')}")
+            elif event == "Runtime.consoleAPICalled" and params.get("type") == "error":
+                self.problems.append(f"console.error: {[a.get('value') for a in params.get('args', [])]}")
+            elif event == "Log.entryAdded" and params["entry"].get("level") == "error":
+                entry = params["entry"]
+                self.problems.append(f"{entry.get('source')}: {entry.get('text')} {entry.get('url', '')}".strip())
 
     def evaluate(self, expression: str) -> Any:
         result = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True})

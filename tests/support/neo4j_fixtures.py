@@ -40,18 +40,11 @@ def isolated_heapdb_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[P
 @needs("neo4j")
 def neo4j_server_settings(isolated_heapdb_home: Path) -> Iterator[config.ManagedSettings]:
     """A running managed Neo4j on free ports; stopped at the end of the session."""
-    settings = config.ManagedSettings(
-        bolt_port=neo4j_server.free_port(),
-        http_port=neo4j_server.free_port(),
+    with neo4j_server.running_on_free_ports(
         heap=os.environ.get("HEAPDB_TEST_NEO4J_HEAP", "1g"),
         pagecache=os.environ.get("HEAPDB_TEST_NEO4J_PAGECACHE", "1g"),
-    )
-    settings = neo4j_server.install(settings)
-    neo4j_server.start(timeout=240)
-    try:
+    ) as settings:
         yield settings
-    finally:
-        neo4j_server.stop()
 
 
 @pytest.fixture(scope="session")

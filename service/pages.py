@@ -1,0 +1,197 @@
+"""HTML pages over the same questions as the REST API: the snapshots, one snapshot, one object.
+
+Every page is a permalink with a JSON twin: the same URL with ``.json`` appended (or asked with
+``Accept: application/json``) answers the data the page shows, as the API's answers are shaped. The
+pages are rendered on the server with Jinja2 (autoescaped), link to each other, and need no
+JavaScript. They ask :class:`~heapdb.queries.questions.Questions`, the core the CLI and ``/api`` ask.
+
+A tag is one percent-encoded path segment, as in the API. A tag that itself ends in ``.json`` has
+its last dot encoded in page links (``%2E``), so its page is not taken for another tag's JSON twin.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import parse_qs, urlencode
+
+from fastapi import FastAPI, Query, Request, Response
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
+from fastapi.staticfiles import StaticFiles
+from jinja2 import Environment, PackageLoader, select_autoescape
+from markupsafe import Markup
+
+from heapdb import render
+from heapdb.loader.store import list_snapshots
+from heapdb.queries import params
+from heapdb.queries.questions import Questions
+from heapdb.service import links
+from heapdb.units import human_bytes
+
+SNAPSHOTS = "/"
+SNAPSHOT = "/snapshots/{tag:segment}"
+OBJECT = SNAPSHOT + "/objects/{object_id}"
+JSON_SUFFIX = ".json"
+STATIC = "/static"
+TOP_ROWS = 20  # top retainers on a snapshot's page
+NEIGHBOURS = 20  # references listed each way on an object's page
+
+_templates = Environment(
+    loader=PackageLoader("heapdb.service", "templates"),
+    autoescape=select_autoescape(default=True),
+)
+
+
+def page_path(template: str, **values: object) -> str:
+    """A page's URL; a segment that ends in ``.json`` gets that dot encoded (see the module docs)."""
+    segments = links.path(template, **values).split("/")  # a tag's own slashes are %2F by now
+    return "/".join(
+        seg[: -len(JSON_SUFFIX)] + "%2E" + JSON_SUFFIX[1:] if seg.endswith(JSON_SUFFIX) else seg for seg in segments
+    )
+
+
+def object_page(tag: str, object_id: int) -> str:
+    return page_path(OBJECT, tag=tag, object_id=object_id)
+
+
+_templates.globals.update(
+    human_bytes=human_bytes,
+    reference_label=render.reference_label,
+    snapshot_page=lambda tag: page_path(SNAPSHOT, tag=tag),
+    object_page=object_page,
+    api_docs="/docs",
+)
+
+
+def wants_json(request: Request, twin: bool) -> bool:
+    accept = request.headers.get("accept", "")
+    return twin or ("application/json" in accept and "text/html" not in accept)
+
+
+# --- signing in: with HEAPDB_API_TOKEN set, a browser gives the token once and keeps it in a cookie
+
+LOGIN = "/login"
+TOKEN_COOKIE = "heapdb_token"
+# What anyone may fetch when a token is set: the sign-in page, the style sheet, the API's description.
+_OPEN = frozenset({LOGIN, "/docs", "/openapi.json"})
+
+
+def open_to_all(path: str) -> bool:
+    return path in _OPEN or path.startswith(STATIC + "/")
+
+
+def signed_in(request: Request, token: str) -> bool:
+    given = request.cookies.get(TOKEN_COOKIE, "")
+    return bool(given) and secrets.compare_digest(given.encode(), token.encode())
+
+
+def sign_in_first(request: Request) -> Response | None:
+    """A page asked for without the token: off to the sign-in page (None for the API and JSON twins)."""
+    path = request.url.path
+    if path.startswith("/api/") or path.endswith(JSON_SUFFIX) or wants_json(request, False):
+        return None
+    return RedirectResponse(f"{LOGIN}?{urlencode({'next': _local(request.url.path)})}", status_code=303)
+
+
+def _local(target: str) -> str:
+    """Only a path on this site is a place to go back to after signing in (never another host)."""
+    return target if target.startswith("/") and not target.startswith("//") else "/"
+
+
+def add_pages(app: FastAPI, questions: Callable[[], Questions], token: str | None) -> None:
+    """The pages' routes on ``app`` (not in the OpenAPI description: that one is the API's)."""
+    app.mount(STATIC, StaticFiles(directory=Path(__file__).parent / "static"), name="static")
+
+    def login_form(request: Request, next: str = "/", wrong: bool = False) -> Response:
+        html = _templates.get_template("login.html").render(
+            next=_local(next), wrong=wrong, needed=token is not None, json_twin=None
+        )
+        return HTMLResponse(html, status_code=401 if wrong else 200)
+
+    async def login(request: Request) -> Response:
+        form = parse_qs((await request.body()).decode("utf-8", "replace"))
+        given, target = form.get("token", [""])[0], _local(form.get("next", ["/"])[0])
+        if token is None or not secrets.compare_digest(given.encode(), token.encode()):
+            return login_form(request, target, wrong=token is not None)
+        response = RedirectResponse(target, status_code=303)
+        # HttpOnly: no script reads it; SameSite=Strict: no other site's page sends it.
+        response.set_cookie(TOKEN_COOKIE, given, httponly=True, samesite="strict", secure=request.url.scheme == "https")
+        return response
+
+    app.add_api_route(LOGIN, login_form, include_in_schema=False, methods=["GET"])
+    app.add_api_route(LOGIN, login, include_in_schema=False, methods=["POST"])
+
+    def respond(request: Request, template: str, data: dict[str, Any], twin: bool) -> Response:
+        if wants_json(request, twin):
+            return JSONResponse(links.to_json(data))
+        here = request.url.path
+        html = _templates.get_template(template).render(
+            **data, json_twin=here + JSON_SUFFIX if here != "/" else "/.json"
+        )
+        return HTMLResponse(html)
+
+    def snapshots(request: Request, twin: bool) -> Response:
+        ask = questions()
+        found = list_snapshots(ask.database, include_incomplete=True)
+        return respond(request, "snapshots.html", {"snapshots": [s.as_dict() for s in found]}, twin)
+
+    def snapshot(request: Request, tag: str, twin: bool, p: params.Types) -> Response:
+        ask = questions()
+        found = ask.snapshot(tag)
+        types = ask.types(found, p)
+        data = {
+            "snapshot": found.as_dict(),
+            "top": ask.top(found, params.Top(limit=TOP_ROWS)),
+            "types": types,
+            "sort": p.sort,
+            "limit": p.limit,
+            "more": min(p.limit * 4, params.MAX_GROUP_LIMIT)
+            if len(types) == p.limit < params.MAX_GROUP_LIMIT
+            else None,
+        }
+        return respond(request, "snapshot.html", data, twin)
+
+    def object_(request: Request, tag: str, object_id: int, twin: bool) -> Response:
+        ask = questions()
+        found = ask.snapshot(tag)
+        why = ask.why_alive(found, object_id)
+        data = {
+            "snapshot": found.as_dict(),
+            "details": ask.object(found, object_id, params.ObjectDetails(limit=NEIGHBOURS)),
+            "why": why,
+            "dominators": ask.dominators(found, object_id),
+        }
+        if not wants_json(request, twin):
+            drawing = render.svg(why, link=lambda i: object_page(found.tag, i))
+            data["why_svg"] = Markup(drawing[drawing.index("<svg") :])
+        return respond(request, "object.html", data, twin)
+
+    def routes(twin: bool) -> None:
+        suffix = JSON_SUFFIX if twin else ""
+
+        def snapshots_route(request: Request) -> Response:
+            return snapshots(request, twin)
+
+        def snapshot_route(request: Request, tag: str, p: Annotated[params.Types, Query()]) -> Response:
+            return snapshot(request, tag, twin, p)
+
+        def object_route(request: Request, tag: str, object_id: int) -> Response:
+            return object_(request, tag, object_id, twin)
+
+        app.add_api_route("/.json" if twin else SNAPSHOTS, snapshots_route, include_in_schema=False)
+        app.add_api_route(SNAPSHOT + suffix, snapshot_route, include_in_schema=False)
+        app.add_api_route(OBJECT + suffix, object_route, include_in_schema=False)
+
+    routes(twin=True)  # first: a twin's URL would also match its page's route, the other way round not
+    routes(twin=False)
+
+
+def error_page(request: Request, status: int, message: str) -> Response | None:
+    """An HTML error for a page request (None for the API and JSON twins, which answer JSON)."""
+    path = request.url.path
+    if path.startswith("/api/") or path.endswith(JSON_SUFFIX) or wants_json(request, False):
+        return None
+    html = _templates.get_template("error.html").render(status=status, message=message, json_twin=None)
+    return HTMLResponse(html, status_code=status)
