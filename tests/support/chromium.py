@@ -25,9 +25,11 @@ returns ``None`` when there is none. The WebSocket client is the ``websocket-cli
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -97,7 +99,7 @@ class ChromiumPage:
         if "://" not in url:
             url = Path(page).resolve().as_uri()
         self.timeout = timeout
-        self._home = tempfile.TemporaryDirectory(prefix="heapdb-chromium-")
+        self._home = tempfile.TemporaryDirectory(prefix="heapdb-chromium-", ignore_cleanup_errors=True)
         profile = Path(self._home.name) / "profile"
         # stderr goes to a file, not a pipe: a long-lived browser would block on a full pipe nobody reads.
         self._log = open(Path(self._home.name) / "stderr.log", "wb")  # noqa: SIM115 (closed by close())
@@ -105,6 +107,7 @@ class ChromiumPage:
             [binary, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "about:blank"],
             stdout=subprocess.DEVNULL,
             stderr=self._log,
+            start_new_session=True,  # its own process group: close() ends its helper processes too
         )
         self._session: _Session | None = None
         try:
@@ -203,7 +206,19 @@ class ChromiumPage:
             except subprocess.TimeoutExpired:
                 self._process.kill()
                 self._process.wait()
+        # Helper processes (GPU, network, crash handler) can outlive the browser for a moment and
+        # still write into the profile: end the whole group before removing it.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self._process.pid, signal.SIGKILL)
         self._log.close()
+        for _ in range(20):
+            try:
+                shutil.rmtree(self._home.name)
+                break
+            except FileNotFoundError:
+                break
+            except OSError:  # a file appeared while the tree was removed: once more
+                time.sleep(0.1)
         self._home.cleanup()
 
 
