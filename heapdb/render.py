@@ -21,6 +21,7 @@ from heapdb.queries.results import (
     Diff,
     DominatorChain,
     GrowthReport,
+    LeakCluster,
     Leaks,
     ObjectDetails,
     ObjectDiff,
@@ -229,11 +230,28 @@ def leaks_text(answer: Leaks) -> str:
             lines.append(
                 f"{i:>2}. {c.objects:,} × {short_name(c.type, NAME_LIMIT)}: retain {human_bytes(c.retained_size)} (self {human_bytes(c.self_size)})"
             )
-        lines.append(f"    held by: {c.path}")
-        lines.append(f"    e.g. ids {', '.join(map(str, c.sample_ids))}; why: {why_command(c.why)}")
+        lines.extend(_cluster_lines(c))
     if not answer.clusters:
-        lines.append("no leak candidates")
+        lines.append("no leak candidates" + (" besides the known leaks below" if answer.known else ""))
+    if answer.known:
+        lines.append("known leaks (the rules' known_leak), largest first")
+        for i, c in enumerate(answer.known, 1):
+            assert c.known_leak is not None
+            link = f" ({c.known_leak.link})" if c.known_leak.link else ""
+            lines.append(
+                f"{i:>2}. {c.objects:,} × {short_name(c.type, NAME_LIMIT)}: retain {human_bytes(c.retained_size)}"
+                f" (self {human_bytes(c.self_size)}); known: {c.known_leak.reason}{link}"
+            )
+            lines.extend(_cluster_lines(c))
     return "\n".join(lines)
+
+
+def _cluster_lines(c: LeakCluster) -> list[str]:
+    lines = [f"    held by: {c.path}"]
+    if c.verdict:
+        lines.append(f"    verdict: {c.verdict}")
+    lines.append(f"    e.g. ids {', '.join(map(str, c.sample_ids))}; why: {why_command(c.why)}")
+    return lines
 
 
 def growth_text(answer: GrowthReport) -> str:
@@ -294,6 +312,12 @@ def object_text(answer: ObjectDetails) -> str:
         f"  kind {o.kind}, {o.retained_count:,} objects retained, distance {o.distance if o.distance is not None else 'unreachable'}"
         + (", detached" if o.detached else "")
         + (", the snapshot's root" if o.root else ""),
+    ]
+    if o.verdict:
+        lines.append(f"  verdict: {o.verdict}")
+    if o.known_leak:
+        lines.append(f"  part of a known leak: {o.known_leak}")
+    lines += [
         f"referenced by ({len(answer.incoming)} of {answer.incoming_count}):",
     ]
     lines += [

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 
@@ -19,6 +20,7 @@ from heapdb.queries.results import (
     Growth,
     GrowthReport,
     IdCheck,
+    KnownLeak,
     LeakCluster,
     Leaks,
     ObjectDiff,
@@ -212,13 +214,20 @@ class CompareQuestions(Asking):
 
     def _leaks(self, base: Snapshot, middle: Snapshot, last: Snapshot, p: params.Leaks) -> Leaks:
         warnings: list[str] = []
+        tags = {"baseline": base.tag, "target": middle.tag, "final": last.tag, "limit": p.limit}
+        known: list[dict[str, Any]] = []
         if p.by == "id":
             _check, warnings = self._id_warnings(base, last, *self._both_columns(base, last))
-            rows = self._run("leaks", baseline=base.tag, target=middle.tag, final=last.tag, limit=p.limit)
+            rows = self._run("leaks", **tags, known=False)
+            if last.known_leaks:
+                known = self._run("leaks", **tags, known=True)
         else:
-            rows = self._run("leaks-paths", baseline=base.tag, target=middle.tag, final=last.tag, limit=p.limit)
-        clusters = [
-            LeakCluster(
+            rows = self._run("leaks-paths", **tags)
+        links = {k["reason"]: k.get("link") for k in last.known_leaks}
+
+        def cluster(r: dict[str, Any]) -> LeakCluster:
+            reason = r.get("known_leak")
+            return LeakCluster(
                 signature=r["sig"],
                 path=r["path"],
                 hops=list(r["hops"] or []),
@@ -229,11 +238,18 @@ class CompareQuestions(Asking):
                 sample_ids=r["sample_ids"],
                 why=ObjectRef(last.tag, r["sample_ids"][0]),
                 counts=r.get("counts"),
+                known_leak=None if reason is None else KnownLeak(reason, links.get(reason)),
+                verdict=r.get("verdict"),
             )
-            for r in rows
-        ]
+
         return Leaks(
-            baseline=base.tag, target=middle.tag, final=last.tag, clusters=clusters, by=p.by, warnings=warnings
+            baseline=base.tag,
+            target=middle.tag,
+            final=last.tag,
+            clusters=[cluster(r) for r in rows],
+            by=p.by,
+            warnings=warnings,
+            known=[cluster(r) for r in known],
         )
 
     def growth(self, refs: Sequence[SnapshotRef], p: params.Growth = params.Growth()) -> GrowthReport:

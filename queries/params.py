@@ -135,3 +135,17 @@ class Suspects(Params):
         description="Descend to the accumulation point through children holding at least this share of their parent.",
     )
     limit: int = Field(20, ge=1, le=MAX_LIMIT, description="Objects and types to show, each.")
+
+
+class Lifelines(Params):
+    stored = ("lifelines",)
+    # Required, but declared with an empty default that fails validation: the CLI's options and the
+    # REST parameters are built from defaults, and a missing type is then one ParameterError everywhere.
+    type: str = Field("", min_length=1, validate_default=True, description="The objects' type (required).")
+    name_contains: str = Field("", description="A text the objects' names must contain (empty: any name).")
+    limit: int = Field(10, ge=1, le=MAX_LIMIT, description="Branches to show per step; the rest are summed up.")
+
+
+class HeapDomStats(Params):
+    stored = ("heapdomstats",)
+    limit: int = Field(50, ge=1, le=MAX_GROUP_LIMIT, description="How many types.")

@@ -35,6 +35,8 @@ class ObjectInfo:
     reachable: bool
     detached: bool = False
     root: bool = False
+    verdict: str | None = None  # a verdict rule's note on the object (docs/rules.md)
+    known_leak: str | None = None  # the reason of the known leak the object is part of
 
     @classmethod
     def from_row(cls, row: dict[str, Any], root_id: int | None = None) -> ObjectInfo:
@@ -50,6 +52,8 @@ class ObjectInfo:
             reachable=bool(row["reachable"]),
             detached=bool(row.get("detached")),
             root=bool(row.get("root")) or (root_id is not None and row["id"] == root_id),
+            verdict=row.get("verdict"),
+            known_leak=row.get("known_leak"),
         )
 
 
@@ -166,6 +170,16 @@ class LeakCluster:
     sample_ids: list[int]
     why: ObjectRef  # the first sample, in the final snapshot
     counts: list[int] | None = None  # by path: objects held this way in baseline, target, final
+    known_leak: KnownLeak | None = None  # the known_leak rule that covers it (docs/rules.md)
+    verdict: str | None = None  # a verdict rule's note on its objects
+
+
+@dataclass(frozen=True)
+class KnownLeak:
+    """Why a leak is known, from the rule set the final snapshot was loaded under."""
+
+    reason: str
+    link: str | None = None
 
 
 @dataclass(frozen=True)
@@ -179,6 +193,7 @@ class Leaks:
     clusters: list[LeakCluster]
     by: str = "id"
     warnings: list[str] = field(default_factory=list)  # why the answer may be wrong (ids not stable)
+    known: list[LeakCluster] = field(default_factory=list)  # by id: clusters that known_leak rules cover
 
 
 @dataclass(frozen=True)

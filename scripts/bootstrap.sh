@@ -14,7 +14,8 @@ as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 #    Chromium checks the Neo4j Browser and takes browser heap snapshots, graphviz renders SVG.
 missing=()
 if [ "$fast" = false ]; then
-  command -v java >/dev/null || missing+=(openjdk-17-jre-headless)
+  # The JDK (javac, jcmd), not the JRE alone: the hprof tests compile and dump a Java program.
+  command -v javac >/dev/null && command -v jcmd >/dev/null || missing+=(openjdk-17-jdk-headless)
   command -v mvn >/dev/null || missing+=(maven)
   command -v node >/dev/null || missing+=(nodejs)
   command -v npm >/dev/null || missing+=(npm)

@@ -329,6 +329,20 @@ def create_app(
         return links.to_json(questions().types(tag, p))
 
     @app.get(
+        links.SNAPSHOT + "/lifelines",
+        summary="How the objects of a type are held: their first retainer paths merged, with counts per step",
+    )
+    def lifelines(tag: str, p: Annotated[params.Lifelines, Query()]) -> Any:
+        return links.to_json(questions().lifelines(tag, p))
+
+    @app.get(
+        links.SNAPSHOT + "/heapdomstats",
+        summary="Per type, the objects whose immediate dominator is the root or a root group",
+    )
+    def heapdomstats(tag: str, p: Annotated[params.HeapDomStats, Query()]) -> Any:
+        return links.to_json(questions().heapdomstats(tag, p))
+
+    @app.get(
         links.DIFF,
         summary="What grew between two snapshots, per type or per retainer path, or object by object",
         description="`format=svg` draws a diff by path as a flame graph of the growth (width = bytes).",

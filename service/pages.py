@@ -24,15 +24,18 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
 from heapdb import render
+from heapdb.errors import NotFound
 from heapdb.loader.store import list_snapshots
 from heapdb.queries import params
 from heapdb.queries.questions import Questions
 from heapdb.service import links
+from heapdb.service import treemap as treemaps
 from heapdb.units import human_bytes
 
 SNAPSHOTS = "/"
 SNAPSHOT = "/snapshots/{tag:segment}"
 OBJECT = SNAPSHOT + "/objects/{object_id}"
+TREEMAP = SNAPSHOT + "/treemap"
 JSON_SUFFIX = ".json"
 STATIC = "/static"
 TOP_ROWS = 20  # top retainers on a snapshot's page
@@ -56,8 +59,19 @@ def object_page(tag: str, object_id: int) -> str:
     return page_path(OBJECT, tag=tag, object_id=object_id)
 
 
+def treemap_page(tag: str, root: int | None = None, limits: treemaps.Limits = treemaps.DEFAULTS) -> str:
+    """The treemap page rooted at ``root`` (the snapshot's root: None), keeping non-default limits."""
+    query = {"root": root} if root is not None else {}
+    query |= limits.model_dump(exclude={"root"}, exclude_defaults=True)
+    base = page_path(TREEMAP, tag=tag)
+    return f"{base}?{urlencode(query)}" if query else base
+
+
 _templates.globals.update(
     human_bytes=human_bytes,
+    treemap_page=treemap_page,
+    treemap_colour=treemaps.colour,
+    treemap_labels=treemaps.labels,
     reference_label=render.reference_label,
     snapshot_page=lambda tag: page_path(SNAPSHOT, tag=tag),
     object_page=object_page,
@@ -127,9 +141,10 @@ def add_pages(app: FastAPI, questions: Callable[[], Questions], token: str | Non
         if wants_json(request, twin):
             return JSONResponse(links.to_json(data))
         here = request.url.path
-        html = _templates.get_template(template).render(
-            **data, json_twin=here + JSON_SUFFIX if here != "/" else "/.json"
-        )
+        twin_url = here + JSON_SUFFIX if here != "/" else "/.json"
+        if request.url.query:  # the same view's data: a treemap's root, a table's sort
+            twin_url += "?" + request.url.query
+        html = _templates.get_template(template).render(**data, json_twin=twin_url)
         return HTMLResponse(html)
 
     def snapshots(request: Request, twin: bool) -> Response:
@@ -168,6 +183,19 @@ def add_pages(app: FastAPI, questions: Callable[[], Questions], token: str | Non
             data["why_svg"] = Markup(drawing[drawing.index("<svg") :])
         return respond(request, "object.html", data, twin)
 
+    def treemap(request: Request, tag: str, twin: bool, limits: treemaps.Limits) -> Response:
+        ask = questions()
+        found = ask.snapshot(tag)
+        root_id = limits.root if limits.root is not None else found.root_id
+        if root_id is None:
+            raise NotFound(f"snapshot {found.tag!r} has no root to draw a treemap from")
+        chain = ask.dominators(found, root_id)
+        view = treemaps.lay_out(ask, found, chain.target, limits)
+        data = {"snapshot": found.as_dict(), "chain": chain.chain, **view.as_dict()}
+        if not wants_json(request, twin):
+            data["view"] = view
+        return respond(request, "treemap.html", data, twin)
+
     def routes(twin: bool) -> None:
         suffix = JSON_SUFFIX if twin else ""
 
@@ -183,6 +211,11 @@ def add_pages(app: FastAPI, questions: Callable[[], Questions], token: str | Non
         app.add_api_route("/.json" if twin else SNAPSHOTS, snapshots_route, include_in_schema=False)
         app.add_api_route(SNAPSHOT + suffix, snapshot_route, include_in_schema=False)
         app.add_api_route(OBJECT + suffix, object_route, include_in_schema=False)
+
+        def treemap_route(request: Request, tag: str, limits: Annotated[treemaps.Limits, Query()]) -> Response:
+            return treemap(request, tag, twin, limits)
+
+        app.add_api_route(TREEMAP + suffix, treemap_route, include_in_schema=False)
 
     routes(twin=True)  # first: a twin's URL would also match its page's route, the other way round not
     routes(twin=False)

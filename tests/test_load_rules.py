@@ -28,6 +28,7 @@ from heapdb.loader import analysis, formats, store
 from heapdb.loader.analysis import retaining_edges
 from heapdb.loader.graph import HeapGraph
 from heapdb.loader.rules import compile_rules, parse_rules
+from heapdb.loader.rules.defaults import with_defaults
 from heapdb.loader.store import rulesets
 from heapdb.queries.questions import Questions
 from heapdb.service.app import create_app
@@ -114,13 +115,25 @@ class Loads:
     tags: list[str]
 
 
-def _expected(graph: HeapGraph, rules_text: str | None) -> tuple[store.LoadInput, analysis.Analysis, Any]:
+def _expected(
+    graph: HeapGraph, rules_text: str | None, *, defaults: bool = True
+) -> tuple[store.LoadInput, analysis.Analysis, Any]:
+    if rules_text is not None and not defaults:
+        compiled = compile_rules(parse_rules(rules_text), graph)
+        result = analysis.analyze(graph, edge_weight=compiled.edge_weight)
+        return store.LoadInput.from_analysis(graph, result), result, compiled
     if rules_text is None:
         result = analysis.analyze(graph)
         return store.LoadInput.from_analysis(graph, result), result, None
-    compiled = compile_rules(parse_rules(rules_text), graph)
+    # A load applies the runtime's default rules after the file's: they add the objects top lists
+    # look through, which moves the ranks.
+    rules, _runtime = with_defaults(parse_rules(rules_text), graph)
+    assert rules is not None
+    compiled = compile_rules(rules, graph)
     result = analysis.analyze(graph, edge_weight=compiled.edge_weight)
-    return store.LoadInput.from_analysis(graph, result), result, compiled
+    assert compiled.internal is not None
+    look = analysis.look_through(result, compiled.internal)
+    return store.LoadInput.from_analysis(graph, result, look_through=look), result, compiled
 
 
 def _load(database: Database, snapshot: Path, graph: HeapGraph, label: str, *options: str) -> tuple[str, int]:
@@ -140,7 +153,7 @@ def loads(database: Database, leak_snapshot: Path, tmp_path_factory: pytest.Temp
     tags: list[str] = []
     made = {}
     for label, text, options in (
-        ("plain", None, ()),
+        ("plain", None, ("--rules", "none")),
         ("owns", OWNS_RULES, ("--rules", str(files["owns"]))),
         ("ignore", IGNORE_RULES, ("--rules", str(files["ignore"]))),
     ):
@@ -345,15 +358,22 @@ def _groups(database: Database, sid: int) -> list[dict[str, Any]]:
     return [{"labels": r["labels"], **r["p"]} for r in rows]
 
 
-def test_rules_none_is_the_plain_load(database: Database, loads: Loads, leak_snapshot: Path) -> None:
-    tag, sid = _load(database, leak_snapshot, loads.graph, "none", "--rules", "none")
+def test_default_rules_store_the_plain_figures(database: Database, loads: Loads, leak_snapshot: Path) -> None:
+    """No --rules: the default rules, which change no stored figure, only add their views."""
+    tag, sid = _load(database, leak_snapshot, loads.graph, "defaults")
     try:
-        plain_sid = loads.plain.sid
-        assert _all_objects(database, sid) == _all_objects(database, plain_sid)
-        assert _groups(database, sid) == [{**g, "sid": sid} for g in _groups(database, plain_sid)]
-        assert _references(database, sid) == _references(database, plain_sid)
-        snapshot = store.get_snapshot(database, tag).as_dict()
-        assert not {"rules", "rules_digest", "ambiguous_objects"} & snapshot.keys()
+        views = ("through", "holder", "rank", "type_rank")
+        defaults, plain = _all_objects(database, sid), _all_objects(database, loads.plain.sid)
+        assert [{k: v for k, v in o.items() if k not in views} for o in defaults] == [
+            {k: v for k, v in o.items() if k not in views} for o in plain
+        ]
+        assert any(o.get("through") for o in defaults) and not any(o.get("through") for o in plain)
+        assert _references(database, sid) == _references(database, loads.plain.sid)
+        assert _groups(database, sid) == [{**g, "sid": sid} for g in _groups(database, loads.plain.sid)]
+        snapshot = store.get_snapshot(database, tag)
+        assert snapshot.default_rules == "v8" and snapshot.rules is None and snapshot.look_through
+        none = store.get_snapshot(database, loads.plain.tag).as_dict()
+        assert not {"rules", "rules_digest", "ambiguous_objects", "default_rules", "look_through"} & none.keys()
     finally:
         store.drop(database, tag)
 
@@ -389,8 +409,11 @@ def test_a_bad_rule_file_fails_before_anything_is_written(
     code, _, err = invoke("load", str(leak_snapshot), "--tag", tag, "--rules", str(bad), "--disable-group", "h")
     assert code == 1 and "no rule group named 'h'" in err and _no_snapshot(database, tag)
 
+    # Without --rules a group can only be one of the default rules'.
     code, _, err = invoke("load", str(leak_snapshot), "--tag", tag, "--disable-group", "g")
-    assert code == 2 and "--disable-group needs --rules" in err and _no_snapshot(database, tag)
+    assert code == 1 and "no rule group named 'g'" in err and "v8-internals" in err and _no_snapshot(database, tag)
+    code, _, err = invoke("load", str(leak_snapshot), "--tag", tag, "--rules", "none", "--disable-group", "g")
+    assert code == 2 and "--disable-group has no rules to switch off" in err and _no_snapshot(database, tag)
 
 
 def test_a_stored_rule_set(database: Database, loads: Loads, leak_snapshot: Path) -> None:
@@ -406,7 +429,8 @@ def test_a_stored_rule_set(database: Database, loads: Loads, leak_snapshot: Path
         assert code == 0, err
         try:
             g = loads.graph
-            expected, result, _ = _expected(g, AMBIGUOUS_RULES)
+            # '*' switches off every group, the default rules' too: no objects are looked through.
+            expected, result, _ = _expected(g, AMBIGUOUS_RULES, defaults=False)
             assert len(result.ambiguous) >= 600
             assert f"warning: {len(result.ambiguous):,} objects of ambiguous ownership" in err
             assert json.loads(out)["rules"]["ambiguous_objects"] == len(result.ambiguous)
@@ -414,7 +438,7 @@ def test_a_stored_rule_set(database: Database, loads: Loads, leak_snapshot: Path
             assert (snapshot.rules, snapshot.rules_version) == (name, 1)
             assert snapshot.rules_digest == digest(AMBIGUOUS_RULES)
             assert snapshot.ambiguous_objects == len(result.ambiguous)
-            assert snapshot.rules_disabled_groups == ("*",)  # the file has no groups: nothing changes
+            assert snapshot.rules_disabled_groups == ("*",)
             assert_stores_the_analysis(database, g, Loaded(tag, snapshot.sid, expected, result))
         finally:
             store.drop(database, tag)

@@ -37,6 +37,8 @@ FRONT_ENDS = {
     params.Leaks: ("leaks", "/api/leaks"),
     params.Growth: ("growth", "/api/growth"),
     params.Suspects: ("suspects", "/api/snapshots/{tag}/suspects"),
+    params.Lifelines: ("lifelines", "/api/snapshots/{tag}/lifelines"),
+    params.HeapDomStats: ("heapdomstats", "/api/snapshots/{tag}/heapdomstats"),
 }
 
 # Passed on under the same name but in another unit: the question's share is the query's percentage.

@@ -517,8 +517,10 @@ def test_buckets_first_rule_wins(graph: HeapGraph) -> None:
     assert compiled.bucket_names == ("shapes", "cache", "internal")
     # Map -> {Item, Array, shape}: the shape is already "shapes"; Cache itself joins "cache" last.
     assert compiled.bucket.tolist() == [-1, 1, -1, 2, 2, 1, 1, -1, 0]
-    assert compiled.hits == (1, 3, 3, 1, 0)
+    assert compiled.hits == (1, 3, 3, 1, 1)  # a known_leak counts the objects it names
     assert len(compiled.known_leaks) == 1 and compiled.verdicts == ()
+    assert compiled.known_leak is not None and compiled.verdict is None
+    assert [graph.type_name(int(i)) for i in (compiled.known_leak >= 0).nonzero()[0]] == ["Item"]
 
 
 def test_unmatched_rules_are_reported(graph: HeapGraph) -> None:

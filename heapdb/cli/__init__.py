@@ -54,6 +54,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Types or retainer paths whose size grew at every step across three or more loaded snapshots "
         "(TAGS, oldest first), with their per-snapshot series.",
     ),
+    "heapdomstats": (
+        "heapdb.cli.query_cmd",
+        "Per type, what floats up to the root: objects whose immediate dominator is the root or a root "
+        "group, which no object below the root owns (on a file: heapdb analyze FILE --heapdomstats).",
+    ),
     "heapgraph": (
         "heapdb.cli.heapgraph_cmd",
         "Where a Luau heap dump's objects hang, by path, exactly as Luau's tools/heapgraph.py says.",
@@ -66,6 +71,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "heapdb.cli.compare_cmd",
         "Leak candidates, as memlab finds them: what was allocated between BASELINE and TARGET and is still "
         "alive in FINAL (three loaded snapshots of one process), clustered by retainer path.",
+    ),
+    "lifelines": (
+        "heapdb.cli.query_cmd",
+        "How the objects of a type are held: their first retainer paths merged from the root down, "
+        "with how many of them each step leads to (on a file: heapdb analyze FILE --lifelines TYPE).",
     ),
     "load": (
         "heapdb.cli.load_cmd",
@@ -85,6 +95,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "List the stored queries and their parameters (run one with `heapdb query NAME`).",
     ),
     "query": ("heapdb.cli.query_cmd", "Run a stored query by name and print its rows."),
+    "reanalyze": (
+        "heapdb.cli.reanalyze_cmd",
+        "Analyse a loaded snapshot TAG again (under other rules, or none) from what the database holds.",
+    ),
     "retains": ("heapdb.cli.query_cmd", "What an object keeps alive: its dominated subtree, largest first."),
     "rules": ("heapdb.cli.rules_cmd", "Rule sets kept in the database: add, list, show and remove them."),
     "serve": ("heapdb.cli.serve_cmd", "Serve heapdb's questions over HTTP, with OpenAPI docs at /docs."),

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
+from typing import Any
 
 import click
+import numpy as np
 
 from heapdb.cli import main
 from heapdb.cli.steps import analyse_with_progress, read_with_progress
-from heapdb.loader.analysis import Semantics
+from heapdb.loader.analysis import Semantics, views
+from heapdb.loader.graph import HeapGraph
 from heapdb.loader.report import AnalysisReport, analysis_report
 from heapdb.loader.rules import RulesSummary, compile_rules, load_rules, rules_summary
 from heapdb.units import human_bytes, short_name
@@ -102,6 +106,40 @@ def print_rules(summary: RulesSummary) -> None:
     metavar="NAME",
     help="Switch off a group of the rule file ('*' for all); repeatable.",
 )
+@click.option(
+    "--root",
+    "root_id",
+    type=int,
+    metavar="ID",
+    help="Analyse as if the object with this id were the only root: what it reaches, dominates and retains.",
+)
+@click.option(
+    "--lifelines",
+    "lifelines_type",
+    metavar="TYPE",
+    help="Also merge the first retainer paths of the objects of TYPE into one tree, with counts per step.",
+)
+@click.option(
+    "--name",
+    "name_contains",
+    default="",
+    metavar="TEXT",
+    help="With --lifelines: only objects whose name contains TEXT.",
+)
+@click.option(
+    "--limit",
+    default=10,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="With --lifelines: branches to show per step (the rest summed up in one line).",
+)
+@click.option(
+    "--heapdomstats",
+    "domstats",
+    is_flag=True,
+    help="Also list, per type, the objects no object below the root owns (their immediate dominator is the "
+    "root or a root group); --top types.",
+)
 def analyze(
     file: str,
     top: int,
@@ -110,15 +148,27 @@ def analyze(
     devtools_sizes: bool,
     rules_path: str | None,
     disabled: tuple[str, ...],
+    root_id: int | None,
+    lifelines_type: str | None,
+    name_contains: str,
+    limit: int,
+    domstats: bool,
 ) -> None:
-    """Dominators, retained sizes and root distances of a snapshot FILE (any format), without Neo4j."""
+    """Dominators, retained sizes and root distances of a snapshot FILE (any format), without Neo4j.
+
+    --lifelines and --heapdomstats add views of the same analysis (under --rules and --root too).
+    """
     if disabled and rules_path is None:
         raise click.UsageError("--disable-group needs --rules")
+    if name_contains and lifelines_type is None:
+        raise click.UsageError("--name needs --lifelines")
     # The rule file is read first: a bad one fails before a long read of the snapshot.
     rule_set = None if rules_path is None else load_rules(rules_path).with_groups(disable=disabled)
     _, graph = read_with_progress(file)
     compiled = None if rule_set is None else compile_rules(rule_set, graph)
-    options = {} if compiled is None else {"edge_weight": compiled.edge_weight}
+    options: dict[str, Any] = {} if compiled is None else {"edge_weight": compiled.edge_weight}
+    if root_id is not None:
+        options["root"] = _node_of(graph, root_id)
     result = analyse_with_progress(
         graph, semantics=None if semantics == "auto" else semantics, devtools_sizes=devtools_sizes, **options
     )
@@ -126,12 +176,46 @@ def analyze(
     summary = None
     if compiled is not None:
         summary = rules_summary(graph, result, compiled, rules_file=rules_path, disabled_groups=disabled)
+    lifelines = None
+    if lifelines_type is not None:
+        rows = views.lifeline_rows(graph, result, lifelines_type, name_contains)
+        lifelines = views.lifelines(
+            rows, source=file, type_name=lifelines_type, name_contains=name_contains, limit=limit
+        )
+    floating = None
+    if domstats:
+        floating = views.heapdomstats(
+            views.heapdomstats_rows(graph, result), source=file, reachable_size=result.reachable_size, limit=top
+        )
     if as_json:
         data = report.as_dict()
         if summary is not None:
             data["rules"] = summary.as_dict()
+        if root_id is not None:
+            data["scoped_to"] = root_id
+        if lifelines is not None:
+            data["lifelines"] = asdict(lifelines)
+        if floating is not None:
+            data["heapdomstats"] = asdict(floating)
         click.echo(json.dumps(data, indent=2))
     else:
+        if root_id is not None:
+            click.echo(f"Scoped to object {root_id}: everything below is what it reaches, as if it were the only root.")
         print_report(report)
         if summary is not None:
             print_rules(summary)
+        for text in (
+            None if lifelines is None else views.lifelines_text(lifelines),
+            None if floating is None else views.heapdomstats_text(floating),
+        ):
+            if text is not None:
+                click.echo("")
+                click.echo(text)
+
+
+def _node_of(graph: HeapGraph, object_id: int) -> int:
+    """The node index of the object with id ``object_id``; a usage error when there is none."""
+    found = np.flatnonzero(graph.ids == object_id)
+    if not found.size:
+        raise click.BadParameter(f"no object with id {object_id} in the snapshot", param_hint="--root")
+    return int(found[0])

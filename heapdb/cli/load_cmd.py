@@ -11,17 +11,12 @@ import click
 
 from heapdb import db
 from heapdb.cli import main
-from heapdb.cli.options import key_values
-from heapdb.cli.steps import NO_RULES, analyse_with_progress, choose_rules, read_with_progress
+from heapdb.cli.options import key_values, write_options
+from heapdb.cli.steps import NO_RULES, analyse_for_store, choose_rules, read_with_progress, rules_options
 from heapdb.units import human_bytes
 
 if TYPE_CHECKING:
-    from heapdb.loader.analysis import Analysis
-    from heapdb.loader.graph import HeapGraph
-    from heapdb.loader.rules import CompiledRules
     from heapdb.loader.store import Snapshot
-
-AMBIGUOUS_EXAMPLES = 5  # objects of ambiguous ownership a load names
 
 
 def _say(message: str) -> None:
@@ -35,36 +30,8 @@ def _say(message: str) -> None:
 @click.option(
     "--meta", multiple=True, metavar="KEY=VALUE", help="Extra metadata to store with the snapshot (repeatable)."
 )
-@click.option(
-    "--batch-size",
-    default=20_000,
-    show_default=True,
-    type=click.IntRange(100, 1_000_000),
-    help="Rows per write transaction.",
-)
-@click.option(
-    "--writer",
-    default="auto",
-    show_default=True,
-    help="How to write: through heapdb's Neo4j plugin ('plugin'), through Cypher ('cypher'), or the plugin "
-    "when the database has it ('auto').",
-)
-@click.option(
-    "--rules",
-    "rules",
-    default=NO_RULES,
-    show_default=True,
-    metavar="FILE|NAME|none",
-    help="Analyse under rules (docs/rules.md): a rule file, or the name of a rule set stored with "
-    "`heapdb rules add`; 'none' for the plain analysis.",
-)
-@click.option(
-    "--disable-group",
-    "disabled",
-    multiple=True,
-    metavar="NAME",
-    help="Switch off a group of the rule set ('*' for all); repeatable.",
-)
+@write_options
+@rules_options
 @click.option("--json", "as_json", is_flag=True, help="Print the load report as JSON.")
 def load(
     file: str,
@@ -89,19 +56,18 @@ def load(
     details, why with --k or ignore lists, the retainers and why-alive-avoiding queries) answer once
     they are in. `heapdb snapshots` shows how far a load is.
 
-    With --rules the analysis follows the rules (dominators, retained sizes, ranks, distances,
-    first paths, groups; each object's bucket), and the snapshot records the rule set; the stored
-    references (:REF and :WEAK_REF) stay what the runtime's own rules say.
+    The runtime's default rules (docs/rules.md) apply unless --rules none: they change no size, and
+    let leak clusters and top retainers name the program's objects rather than the engine's. With
+    --rules the analysis also follows the team's rules (dominators, retained sizes, ranks, distances,
+    first paths, groups; each object's bucket, known leak and verdict), and the snapshot records the
+    rule set; the stored references (:REF and :WEAK_REF) stay what the runtime's own rules say.
     """
-    from heapdb.loader import analysis, store
-    from heapdb.loader.rules import compile_rules
+    from heapdb.loader import store
     from heapdb.loader.store.lifecycle import check_tag
 
     check_tag(tag)  # at once, not after reading and analysing the file
-    if writer not in store.WRITERS:
-        raise click.BadParameter(f"choose one of {', '.join(store.WRITERS)}", param_hint="--writer")
     if disabled and rules == NO_RULES:
-        raise click.UsageError("--disable-group needs --rules")
+        raise click.UsageError("--disable-group has no rules to switch off with --rules none")
     extra = {key: values[-1] for key, values in key_values(meta, "--meta").items()}
     # The rules are read and checked first: a bad rule file fails before a long read of the snapshot.
     choice = choose_rules(rules, disabled_groups=disabled, connect=db.connect)
@@ -110,22 +76,7 @@ def load(
     read_seconds = time.monotonic() - started
 
     started = time.monotonic()
-    analysed_with = None
-    if choice is None:
-        result = analyse_with_progress(graph)
-        data = store.LoadInput.from_analysis(graph, result)
-    else:
-        compiled = compile_rules(choice.rule_set, graph)
-        result = analyse_with_progress(graph, edge_weight=compiled.edge_weight)
-        data = store.LoadInput.from_analysis(
-            graph,
-            result,
-            retaining=analysis.retaining_edges(graph, result.semantics),
-            bucket=compiled.bucket if compiled.bucket_names else None,
-            bucket_names=compiled.bucket_names,
-        )
-        analysed_with = choice.snapshot_properties(len(result.ambiguous))
-        _warn_about_rules(graph, result, compiled)
+    data, analysed_with = analyse_for_store(graph, choice, _say)
     analyse_seconds = time.monotonic() - started
 
     def ready(report: store.LoadReport) -> None:
@@ -167,21 +118,6 @@ def load(
         return
     phases = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in report.seconds.items())
     click.echo(f"loaded {report.objects:,} objects and {report.references:,} references as {tag!r} ({phases})")
-
-
-def _warn_about_rules(graph: HeapGraph, result: Analysis, compiled: CompiledRules) -> None:
-    """What `heapdb analyze --rules` warns about too: ambiguous ownership, rules that match nothing."""
-    if len(result.ambiguous):
-        examples = ", ".join(
-            f"{graph.type_name(int(i))} @{int(graph.ids[int(i)])}" for i in result.ambiguous[:AMBIGUOUS_EXAMPLES]
-        )
-        _say(
-            f"warning: {len(result.ambiguous):,} objects of ambiguous ownership (two owners of one weight): {examples}"
-        )
-    unmatched = compiled.unmatched()
-    if unmatched:
-        lines = ", ".join(str(r.line) for r in unmatched)
-        _say(f"warning: rules that match nothing in this snapshot, at lines {lines}")
 
 
 @main.command()

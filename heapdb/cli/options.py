@@ -88,6 +88,34 @@ def _option(name: str, info: FieldInfo) -> Callable[[F], F]:
     )
 
 
+def write_options(command: F) -> F:
+    """``--batch-size`` and ``--writer``, how a command that stores a snapshot writes it (the
+    command receives ``batch_size`` and ``writer``)."""
+
+    def check_writer(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
+        from heapdb.loader.store import WRITERS  # the database side, only once a command runs
+
+        if value not in WRITERS:
+            raise click.BadParameter(f"choose one of {', '.join(WRITERS)}")
+        return value
+
+    command = click.option(
+        "--writer",
+        default="auto",
+        show_default=True,
+        callback=check_writer,
+        help="How to write: through heapdb's Neo4j plugin ('plugin'), through Cypher ('cypher'), or the plugin "
+        "when the database has it ('auto').",
+    )(command)
+    return click.option(
+        "--batch-size",
+        default=20_000,
+        show_default=True,
+        type=click.IntRange(100, 1_000_000),
+        help="Rows per write transaction.",
+    )(command)
+
+
 def timeout_option(f: F) -> F:
     return click.option(
         "--timeout",

@@ -27,6 +27,7 @@ from heapdb.cli.options import (
     render_answer,
     timeout_option,
 )
+from heapdb.loader.analysis import views
 from heapdb.loader.store import Snapshot
 from heapdb.queries import catalog, params
 from heapdb.queries.questions import Questions
@@ -257,3 +258,29 @@ def _table(rows: list[dict[str, Any]]) -> str:
     lines = ["  ".join(col.ljust(w) for col, w in zip(columns, widths, strict=True))]
     lines += ["  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)) for line in cells]
     return "\n".join(lines)
+
+
+@main.command()
+@click.argument("tag")
+@question_options(params.Lifelines)
+@output_options(TABLE_FORMATS)
+@timeout_option
+def lifelines(tag: str, p: params.Lifelines, fmt: str, output: str | None, timeout: float) -> None:
+    """How the objects of a type are held: their first retainer paths merged from the root down,
+    with how many of them each step leads to (on a file: heapdb analyze FILE --lifelines TYPE)."""
+    with db.connect() as database:
+        answer = Questions(database, timeout).lifelines(tag, p)
+    emit(render_answer(answer, fmt, views.lifelines_text), output)
+
+
+@main.command()
+@click.argument("tag")
+@question_options(params.HeapDomStats)
+@output_options(TABLE_FORMATS)
+@timeout_option
+def heapdomstats(tag: str, p: params.HeapDomStats, fmt: str, output: str | None, timeout: float) -> None:
+    """Per type, what floats up to the root: objects whose immediate dominator is the root or a root
+    group, which no object below the root owns (on a file: heapdb analyze FILE --heapdomstats)."""
+    with db.connect() as database:
+        answer = Questions(database, timeout).heapdomstats(tag, p)
+    emit(render_answer(answer, fmt, views.heapdomstats_text), output)

@@ -1,14 +1,19 @@
-"""The read and analyse steps that several commands share, each behind a progress bar, and the
-rule set a command analyses with (:func:`choose_rules`)."""
+"""The read and analyse steps that several commands share, each behind a progress bar, the rule
+set a command analyses with (:func:`choose_rules`, with its options :func:`rules_options`), and
+the analysis of a graph about to be stored (:func:`analyse_for_store`)."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+import numpy as np
 
 from heapdb.errors import NotFound, RuleError
 from heapdb.loader import analysis, formats
@@ -17,11 +22,37 @@ from heapdb.progress import bar
 
 if TYPE_CHECKING:
     from heapdb.db import Database
-    from heapdb.loader.rules import RuleSet
+    from heapdb.loader.rules import CompiledRules, RuleSet
+    from heapdb.loader.store import LoadInput
     from heapdb.loader.store.rulesets import RuleSetRecord
 
 # ``--rules none``: the plain analysis, the engine's own retention rules only.
 NO_RULES = "none"
+AMBIGUOUS_EXAMPLES = 5  # objects of ambiguous ownership a warning names
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def rules_options(command: F) -> F:
+    """``--rules FILE|NAME|none`` (the command receives ``rules``) and ``--disable-group``
+    (``disabled``), as :func:`choose_rules` takes them."""
+    command = click.option(
+        "--disable-group",
+        "disabled",
+        multiple=True,
+        metavar="NAME",
+        help="Switch off a group of the rules or of the runtime's default rules (v8-internals, "
+        "v8-closures, ...; '*' for all); repeatable.",
+    )(command)
+    return click.option(
+        "--rules",
+        "rules",
+        default=None,
+        metavar="FILE|NAME|none",
+        help="Analyse under rules (docs/rules.md): a rule file, or the name of a rule set stored with "
+        "`heapdb rules add`, followed by the runtime's default rules. Without it, the default rules "
+        "alone; 'none' for the plain analysis with no rules at all.",
+    )(command)
 
 
 def read_with_progress(path: str | os.PathLike[str]) -> tuple[str, HeapGraph]:
@@ -47,21 +78,40 @@ def analyse_with_progress(graph: HeapGraph, **options: Any) -> analysis.Analysis
 
 @dataclass(frozen=True)
 class RulesChoice:
-    """The rule set a command analyses with, and what a snapshot records about it."""
+    """The rules a command analyses with, and what a snapshot records about them.
 
-    rule_set: RuleSet
-    name: str  # a rule file's absolute path, or a stored rule set's name
-    digest: str  # sha256 of the rule text, in hex
+    ``rule_set`` is the team's rule file or stored rule set (None: the runtime's default rules
+    alone); the default rules of the snapshot's runtime follow it unless ``defaults`` is off
+    (``--rules none``, which leaves nothing: then the choice is None altogether).
+    """
+
+    rule_set: RuleSet | None = None
+    name: str | None = None  # a rule file's absolute path, or a stored rule set's name
+    digest: str | None = None  # sha256 of the rule text, in hex
     version: int | None = None  # a stored rule set's version; None for a file
     disabled_groups: tuple[str, ...] = ()
 
-    def snapshot_properties(self, ambiguous_objects: int) -> dict[str, Any]:
+    def for_graph(self, graph: HeapGraph) -> tuple[RuleSet | None, str | None]:
+        """The rules to apply to ``graph`` (the team's, then the runtime's defaults, groups switched
+        off), and the runtime whose defaults are among them."""
+        from heapdb.loader.rules.defaults import with_defaults
+
+        rules, runtime = with_defaults(self.rule_set, graph)
+        if rules is not None and self.disabled_groups:
+            # Checked against every group by choose_rules; here only this runtime's are present.
+            present = set(rules.group_names)
+            off = [g for g in self.disabled_groups if g == "*" or g in present]
+            rules = rules.with_groups(disable=off)
+        return rules, runtime
+
+    def snapshot_properties(self, ambiguous_objects: int, runtime: str | None) -> dict[str, Any]:
         """The ``:Snapshot`` properties of a load analysed under these rules."""
-        properties: dict[str, Any] = {
-            "rules": self.name,
-            "rules_digest": self.digest,
-            "ambiguous_objects": ambiguous_objects,
-        }
+        properties: dict[str, Any] = {"ambiguous_objects": ambiguous_objects}
+        if self.name is not None:
+            properties["rules"] = self.name
+            properties["rules_digest"] = self.digest
+        if runtime is not None:
+            properties["default_rules"] = runtime
         if self.version is not None:
             properties["rules_version"] = self.version
         if self.disabled_groups:
@@ -80,20 +130,24 @@ def choose_rules(
     disabled_groups: tuple[str, ...] = (),
     connect: Callable[[], Any] | None = None,
 ) -> RulesChoice | None:
-    """The rule set ``--rules VALUE`` names: None for no value or ``none``; a rule file when VALUE
-    is an existing file; otherwise a rule set stored in the database (``heapdb rules add``), read
-    through ``connect()`` (a context manager giving a :class:`~heapdb.db.Database`).
+    """The rules ``--rules VALUE`` names: None for ``none``; the runtime's default rules alone for
+    no value; a rule file when VALUE is an existing file; otherwise a rule set stored in the database
+    (``heapdb rules add``), read through ``connect()`` (a context manager giving a
+    :class:`~heapdb.db.Database`). The default rules follow the latter two.
 
     Everything is checked here, before any snapshot is read: a bad or missing rule file, an
     unknown stored name or an unknown group raises :class:`~heapdb.errors.RuleError`.
     """
     from heapdb.loader.rules import load_rules, parse_rules
+    from heapdb.loader.rules.defaults import default_group_names
 
-    if value is None or value == NO_RULES:
+    if value == NO_RULES:
         if disabled_groups:
-            raise RuleError(None, "--disable-group needs --rules")
+            raise RuleError(None, "--disable-group has no rules to switch off with --rules none")
         return None
-    if os.path.isfile(value):
+    if value is None:
+        choice = RulesChoice()
+    elif os.path.isfile(value):
         rule_set = load_rules(value)
         choice = RulesChoice(rule_set, os.path.abspath(value), text_digest(rule_set.text))
     elif os.path.exists(value) or connect is None or os.sep in value:
@@ -106,14 +160,79 @@ def choose_rules(
         rule_set = parse_rules(text, f"{stored.name} (stored, version {stored.version})")
         choice = RulesChoice(rule_set, stored.name, text_digest(text), version=int(stored.version))
     if disabled_groups:
-        choice = RulesChoice(
-            choice.rule_set.with_groups(disable=disabled_groups),
-            choice.name,
-            choice.digest,
-            choice.version,
-            disabled_groups,
-        )
+        own = set() if choice.rule_set is None else set(choice.rule_set.group_names)
+        for name in disabled_groups:
+            if name != "*" and name not in own | default_group_names():
+                have = ", ".join(sorted(own | default_group_names()))
+                raise RuleError(choice.name, f"no rule group named {name!r} (the groups: {have})")
+        choice = replace(choice, disabled_groups=disabled_groups)
     return choice
+
+
+def analyse_for_store(
+    graph: HeapGraph, choice: RulesChoice | None, say: Callable[[str], None]
+) -> tuple[LoadInput, dict[str, Any] | None]:
+    """Analyse ``graph`` (under ``choice``'s rules, if any) for a load: what the writer stores, and
+    the ``:Snapshot`` properties that record the rules (None for the plain analysis). The stored
+    references (:REF, :WEAK_REF) follow the runtime's own rules either way. Warnings go to ``say``."""
+    from heapdb.loader.rules import compile_rules
+    from heapdb.loader.store import LoadInput
+
+    rule_set, runtime = (None, None) if choice is None else choice.for_graph(graph)
+    if choice is None or rule_set is None:
+        return LoadInput.from_analysis(graph, analyse_with_progress(graph)), None
+    compiled = compile_rules(rule_set, graph)
+    # Rules with no weights (the default rule sets') leave the plain analysis exactly as it is.
+    if compiled.weighted:
+        result = analyse_with_progress(graph, edge_weight=compiled.edge_weight)
+        retaining = analysis.retaining_edges(graph, result.semantics)
+    else:
+        result = analyse_with_progress(graph)
+        retaining = result.retaining
+    data = LoadInput.from_analysis(
+        graph,
+        result,
+        retaining=retaining,
+        bucket=compiled.bucket if compiled.bucket_names else None,
+        bucket_names=compiled.bucket_names,
+        look_through=None if compiled.internal is None else analysis.look_through(result, compiled.internal),
+        **_notes(result, compiled),
+    )
+    _warn_about_rules(graph, result, compiled, say)
+    properties = choice.snapshot_properties(len(result.ambiguous), runtime)
+    if data.look_through is not None:
+        properties["look_through"] = True  # leak clusters look through `through` objects
+    if compiled.known_leaks:
+        # What leak answers show beside a known leak's reason (the objects store the reason only).
+        properties["known_leaks"] = json.dumps(
+            [{"reason": r.reason, "link": r.link, "line": r.line} for r in compiled.known_leaks]
+        )
+    return data, properties
+
+
+def _notes(result: analysis.Analysis, compiled: CompiledRules) -> dict[str, Any]:
+    """The known leaks (spread down the dominator tree) and verdicts of a load, for LoadInput."""
+    reasons = tuple(r.reason for r in compiled.known_leaks)
+    known = None if compiled.known_leak is None else analysis.spread_down(result, compiled.known_leak)
+    verdict = compiled.verdict
+    if verdict is not None:
+        verdict = np.where(verdict >= 0, verdict + len(reasons), -1).astype(np.int16)
+    return {"known_leak": known, "verdict": verdict, "notes": reasons + tuple(v.note for v in compiled.verdicts)}
+
+
+def _warn_about_rules(
+    graph: HeapGraph, result: analysis.Analysis, compiled: CompiledRules, say: Callable[[str], None]
+) -> None:
+    """What `heapdb analyze --rules` warns about too: ambiguous ownership, rules that match nothing."""
+    if len(result.ambiguous):
+        examples = ", ".join(
+            f"{graph.type_name(int(i))} @{int(graph.ids[int(i)])}" for i in result.ambiguous[:AMBIGUOUS_EXAMPLES]
+        )
+        say(f"warning: {len(result.ambiguous):,} objects of ambiguous ownership (two owners of one weight): {examples}")
+    unmatched = compiled.unmatched()
+    if unmatched:
+        lines = ", ".join(str(r.line) for r in unmatched)
+        say(f"warning: rules that match nothing in this snapshot, at lines {lines}")
 
 
 def _stored_rule_set(database: Database, name: str) -> RuleSetRecord:

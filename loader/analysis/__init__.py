@@ -118,6 +118,7 @@ def analyze(
     semantics: Semantics | str | None = None,
     devtools_sizes: bool = False,
     edge_weight: np.ndarray | None = None,
+    root: int | None = None,
     on_step: Callable[[str], None] | None = None,
 ) -> Analysis:
     """Compute reachability, immediate dominators, retained sizes/counts and distances.
@@ -129,12 +130,20 @@ def analyze(
     weight 1..:data:`MAX_OWNS_WEIGHT`) applies rule weights: ignored references are dropped, and
     each live object keeps only its highest-weight references (``docs/analysis.md``, "Rule
     weights"). ``None`` is the plain analysis, at no extra cost.
+    ``root`` (a node index) analyses as if that object were the only root (MemorySnapshotAnalyzer's
+    ``'rootobject``): which references retain still follows the runtime's rules from the graph's own
+    root, but reachability, dominators, sizes and distances start from ``root``, and the objects it
+    does not reach stay detached under any semantics. ``None`` (or the graph's root) changes nothing.
     ``on_step`` is called with each name in :data:`STEPS` as that step finishes (for progress bars).
     """
     step = on_step or (lambda _name: None)
     sem = semantics_for(graph) if semantics is None else Semantics(semantics)
     n = graph.node_count
-    root = int(graph.root)
+    if root is not None and not 0 <= int(root) < n:
+        raise ValueError(f"root must be a node index below {n}, not {root}")
+    root = int(graph.root) if root is None else int(root)
+    # Rooted elsewhere, no object hangs below the root unreached (memlab's rule is for the real root).
+    attach_unreachable = sem is Semantics.V8 and root == int(graph.root)
 
     self_size = graph.self_size
     if devtools_sizes:
@@ -155,14 +164,14 @@ def analyze(
         del owned_twice
     step(STEPS[0])
 
-    if sem is Semantics.V8 and edge_weight is not None:
+    if attach_unreachable and edge_weight is not None:
         strong_referrer = kernels.has_unignored_referrer(n, graph.edge_to, graph.edge_kind, edge_weight)
-    elif sem is Semantics.V8:
+    elif attach_unreachable:
         strong_referrer = kernels.has_strong_referrer(n, graph.edge_to, graph.edge_kind)
     else:
         strong_referrer = np.zeros(0, dtype=np.bool_)
     pre, vertex, parent, count, reached = kernels.number(
-        n, root, graph.edge_start, graph.edge_to, mask, strong_referrer, sem is Semantics.V8
+        n, root, graph.edge_start, graph.edge_to, mask, strong_referrer, attach_unreachable
     )
     del strong_referrer
     retaining_count = int(np.count_nonzero(mask))
@@ -212,6 +221,39 @@ def retaining_edges(graph: HeapGraph, semantics: Semantics | str | None = None) 
         graph.edge_start, graph.edge_to, graph.edge_kind, root, page, sem is Semantics.V8
     )
     return mask
+
+
+@dataclass(frozen=True)
+class LookThrough:
+    """The runtime's bookkeeping objects that answers naming a program's objects look through.
+
+    ``through`` (bool[n]) marks the *internal* objects (rule kind ``internal``) that dominate, through
+    internal objects only, an object that is not internal: a closure's context holding the program's
+    instance, a Map's backing store holding its entries. ``holder`` (int32[n]) is each object's
+    nearest proper dominator not looked through (-1 for the root and unreachable objects): where its
+    immediate dominator is looked through, the object the program made that holds it. Internal
+    objects that hold nothing of the program's (a closure over nothing new, compiled code) are not
+    looked through: they are what there is to see.
+    """
+
+    through: np.ndarray
+    holder: np.ndarray
+
+
+def look_through(result: Analysis, internal: np.ndarray) -> LookThrough:
+    """:class:`LookThrough` over ``result``'s dominator tree, for the objects ``internal`` marks."""
+    through, holder = kernels.look_through(result.idom, result.root, internal.astype(np.bool_, copy=False))
+    return LookThrough(through=through, holder=holder)
+
+
+def spread_down(result: Analysis, seed: np.ndarray) -> np.ndarray:
+    """Each object's label (``seed``'s dtype, -1 for none): its own, else its nearest dominator's.
+
+    A known leak marks the objects a rule names; everything they alone keep alive (their
+    dominator-tree subtrees) is part of the same leak.
+    """
+    labels: np.ndarray = kernels.spread_down(result.idom, result.root, seed)
+    return labels
 
 
 def outermost_members(

@@ -516,3 +516,79 @@ def keep_owners(root, edge_start, edge_to, edge_weight, state):
             best[v] = 0
     ambiguous[root] = False
     return best, ambiguous
+
+
+@njit(cache=True)
+def look_through(idom, root, internal):
+    """Which internal objects answers look through, and each object's nearest holder that is not one.
+
+    First pass: from every reached object that is not internal, climb the dominator tree while the
+    ancestors are internal, marking them (each is marked once, so the climbs cost O(n) in all).
+    Second pass: each object's nearest proper dominator that is not looked through, found by a
+    climb that writes its answer into every object it passed (path compression), so again O(n).
+    """
+    n = idom.shape[0]
+    through = np.zeros(n, dtype=np.bool_)
+    for v in range(n):
+        if v == root or idom[v] < 0 or internal[v]:
+            continue
+        w = idom[v]
+        while w != root and w >= 0 and internal[w] and not through[w]:
+            through[w] = True
+            w = idom[w]
+    holder = np.full(n, -1, dtype=np.int32)
+    chain = np.empty(n, dtype=np.int32)
+    for v in range(n):
+        if v == root or idom[v] < 0 or holder[v] >= 0:
+            continue
+        depth = 0
+        w = v
+        # Climb until an object whose holder is known, or whose dominator is not looked through.
+        while True:
+            chain[depth] = w
+            depth += 1
+            parent = idom[w]
+            if parent == root or not through[parent]:
+                found = parent
+                break
+            if holder[parent] >= 0:
+                found = holder[parent]
+                break
+            w = parent
+        for i in range(depth):
+            holder[chain[i]] = found
+    return through, holder
+
+
+@njit(cache=True)
+def spread_down(idom, root, seed):
+    """Each object's label: its own seed, else its nearest dominator's (-1 where none has one).
+
+    A climb per object, writing its answer into every object it passed (path compression), so each
+    object is climbed through once: O(n).
+    """
+    n = idom.shape[0]
+    label = seed.copy()
+    done = seed >= 0
+    chain = np.empty(n, dtype=np.int32)
+    for v in range(n):
+        if done[v]:
+            continue
+        depth = 0
+        w = v
+        found = -1
+        while True:
+            chain[depth] = w
+            depth += 1
+            if done[w]:
+                found = label[w]
+                depth -= 1  # w's label is already right
+                break
+            parent = idom[w]
+            if w == root or parent < 0:
+                break
+            w = parent
+        for i in range(depth):
+            label[chain[i]] = found
+            done[chain[i]] = True
+    return label

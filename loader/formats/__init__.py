@@ -2,7 +2,7 @@
 
 Each format module exposes:
 
-- ``NAME``: the format's short name (``"snapbin"``, ``"v8"``, ``"luau"``);
+- ``NAME``: the format's short name (``"snapbin"``, ``"v8"``, ``"luau"``, ``"hprof"``);
 - ``sniff(head: bytes) -> bool``: whether the first bytes of a file are this format;
 - ``read_graph(path, on_bytes=None) -> HeapGraph``: the whole snapshot as arrays. ``on_bytes`` is
   called with the number of bytes consumed since its last call, for progress bars.
@@ -27,9 +27,9 @@ SNIFF_BYTES = 4096
 
 def _modules() -> list[ModuleType]:
     # Imported lazily: the V8 reader pulls in numba, which costs a second at start-up.
-    from heapdb.loader.formats import luau, snapbin, v8
+    from heapdb.loader.formats import hprof, luau, snapbin, v8
 
-    return [snapbin, v8, luau]
+    return [snapbin, v8, luau, hprof]
 
 
 def detect(path: str | os.PathLike[str]) -> ModuleType:
@@ -46,7 +46,7 @@ def detect(path: str | os.PathLike[str]) -> ModuleType:
             return module
     raise FormatError(
         path,
-        "not a snapshot heapdb knows (expected snap.bin magic, a V8 .heapsnapshot or a Luau heap dump)",
+        "not a snapshot heapdb knows (expected snap.bin magic, a V8 .heapsnapshot, a Luau heap dump or a Java hprof heap dump)",
         offset=0,
     )
 

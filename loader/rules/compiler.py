@@ -25,6 +25,7 @@ from heapdb.loader.graph import NUMERIC_NAME_KINDS, EdgeKind, HeapGraph
 from heapdb.loader.rules.model import (
     BucketRule,
     IgnoreRule,
+    InternalRule,
     KnownLeakRule,
     Match,
     ObjectSelector,
@@ -47,9 +48,13 @@ class CompiledRules:
     :func:`heapdb.loader.analysis.analyze` takes: :data:`IGNORED` where an ignore rule hits (it wins
     over everything), else the highest owns weight (1..127), else :data:`WEAK_WEIGHT` where a weak
     rule hits, else :data:`NO_RULE`. ``bucket`` (int32[n]) indexes ``bucket_names``, -1 for none; an
-    object takes the bucket of the first rule in file order that selects it. ``hits[i]`` counts the
-    references (objects, for bucket rules) that ``rules[i]`` selected, ignoring precedence; known_leak
-    and verdict rules are not applied yet and count 0.
+    object takes the bucket of the first rule in file order that selects it. ``internal`` (bool[n])
+    marks the objects internal rules select. ``known_leak`` and ``verdict`` (int16[n]) index
+    ``known_leaks`` and ``verdicts``, -1 for none: the objects each selects directly (its ``object``
+    selector, the targets of its path, or the targets that match both), the first rule in file order
+    winning; a known leak then spreads down the dominator tree at load (everything only it keeps
+    alive is part of it). ``hits[i]`` counts the references (objects, for the other kinds) that
+    ``rules[i]`` selected, ignoring precedence.
     """
 
     edge_weight: np.ndarray
@@ -59,14 +64,18 @@ class CompiledRules:
     hits: tuple[int, ...]
     known_leaks: tuple[KnownLeakRule, ...]
     verdicts: tuple[VerdictRule, ...]
+    internal: np.ndarray | None = None
+    known_leak: np.ndarray | None = None
+    verdict: np.ndarray | None = None
+
+    @cached_property
+    def weighted(self) -> bool:
+        """Whether any reference has a weight: without one, the analysis is exactly the plain one."""
+        return bool(np.any(self.edge_weight != NO_RULE))
 
     def unmatched(self) -> tuple[Rule, ...]:
-        """The applied rules (not known_leak or verdict) that selected nothing in this graph."""
-        return tuple(
-            r
-            for r, h in zip(self.rules, self.hits, strict=True)
-            if h == 0 and not isinstance(r, (KnownLeakRule, VerdictRule))
-        )
+        """The rules that selected nothing in this graph."""
+        return tuple(r for r, h in zip(self.rules, self.hits, strict=True) if h == 0)
 
 
 def compile_rules(rule_set: RuleSet, graph: HeapGraph) -> CompiledRules:
@@ -78,6 +87,9 @@ def compile_rules(rule_set: RuleSet, graph: HeapGraph) -> CompiledRules:
     owns = np.zeros(m, dtype=np.int8)
     bucket = np.full(n, -1, dtype=np.int32)
     bucket_names: list[str] = []
+    internal: np.ndarray | None = None
+    known_leak: np.ndarray | None = None
+    verdict: np.ndarray | None = None
     rules = rule_set.enabled_rules()
     hits = []
     for rule in rules:
@@ -102,8 +114,18 @@ def compile_rules(rule_set: RuleSet, graph: HeapGraph) -> CompiledRules:
                 bucket_names.append(rule.bucket)
             members &= bucket < 0
             bucket[members] = bucket_names.index(rule.bucket)
+        elif isinstance(rule, InternalRule):
+            members = select.objects(rule.objects)
+            hits.append(int(np.count_nonzero(members)))
+            internal = members if internal is None else internal | members
         else:
-            hits.append(0)
+            assert isinstance(rule, (KnownLeakRule, VerdictRule))
+            members = select.noted(rule.objects, rule.path)
+            hits.append(int(np.count_nonzero(members)))
+            if isinstance(rule, KnownLeakRule):
+                known_leak = _first_wins(known_leak, members, rule_set.known_leaks.index(rule), n)
+            else:
+                verdict = _first_wins(verdict, members, rule_set.verdicts.index(rule), n)
     del select
     edge_weight = owns  # reused in place: owns weights stay, the rest is filled in
     edge_weight[weak & (edge_weight == NO_RULE)] = WEAK_WEIGHT
@@ -116,7 +138,18 @@ def compile_rules(rule_set: RuleSet, graph: HeapGraph) -> CompiledRules:
         hits=tuple(hits),
         known_leaks=rule_set.known_leaks,
         verdicts=rule_set.verdicts,
+        internal=internal,
+        known_leak=known_leak,
+        verdict=verdict,
     )
+
+
+def _first_wins(labels: np.ndarray | None, members: np.ndarray, label: int, n: int) -> np.ndarray:
+    """``labels`` (int16[n], -1 for none, made on first use) with ``label`` on the members that have none yet."""
+    if labels is None:
+        labels = np.full(n, -1, dtype=np.int16)
+    labels[members & (labels < 0)] = label
+    return labels
 
 
 # References are processed in slices of this many, so temporaries stay small on 10^7 references.
@@ -264,6 +297,17 @@ class Selection:
             if k + 1 < len(selector.steps):
                 frontier = self.targets(edges)
         return edges
+
+    def noted(self, objects: ObjectSelector | None, path: ReferenceSelector | None) -> np.ndarray:
+        """bool[n]: what a known_leak or verdict rule is about: the objects ``objects`` selects, the
+        targets of the references ``path`` selects, or, with both, the targets that match ``objects``."""
+        if path is None:
+            assert objects is not None
+            return self.objects(objects)
+        members = self.targets(self.references(path))
+        if objects is not None:
+            members &= self.objects(objects)
+        return members
 
     def targets(self, edges: np.ndarray) -> np.ndarray:
         """bool[n]: the objects the references in ``edges`` point to."""

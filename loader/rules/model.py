@@ -148,10 +148,22 @@ class BucketRule(Rule):
 
 
 @dataclass(frozen=True)
+class InternalRule(Rule):
+    """Objects the runtime made for its own bookkeeping (a closure's context, a backing store).
+
+    They change no dominator and no size. Answers that name the objects a program made (leak
+    clusters, top retainers) look through them to the program's objects they hold.
+    """
+
+    objects: ObjectSelector
+
+
+@dataclass(frozen=True)
 class KnownLeakRule(Rule):
     """Objects (and/or a retainer path pattern) that leak for a known reason, reported apart.
 
-    Parsed and validated; the analysis does not apply it yet.
+    A load marks the objects it selects and their dominator subtrees (``known_leak``); leak
+    answers report their clusters apart, with the reason and link.
     """
 
     reason: str
@@ -164,7 +176,7 @@ class KnownLeakRule(Rule):
 class VerdictRule(Rule):
     """A note shown wherever a type or path signature appears ("expected: pool of 64").
 
-    Parsed and validated; nothing shows it yet.
+    A load marks the objects it selects (``verdict``); object answers and leak clusters show it.
     """
 
     note: str
@@ -218,6 +230,14 @@ class RuleSet:
             return g.enabled or g.name in enable or "*" in enable
 
         return replace(self, groups=tuple(replace(g, enabled=state(g)) for g in self.groups))
+
+    def followed_by(self, other: RuleSet) -> RuleSet:
+        """This rule set's rules, then ``other``'s (default rules after a team's), under this one's
+        path and text. A group both declare is an error: its rules could not be told apart."""
+        shared = set(self.group_names) & set(other.group_names)
+        if shared:
+            raise RuleError(self.path, f"group {sorted(shared)[0]!r} is already a group of {other.path}: rename it")
+        return replace(self, rules=self.rules + other.rules, groups=self.groups + other.groups)
 
     def of_kind(self, cls: type[Rule]) -> tuple[Rule, ...]:
         return tuple(r for r in self.rules if isinstance(r, cls))

@@ -25,6 +25,7 @@ from heapdb.loader.rules.model import (
     BucketRule,
     Group,
     IgnoreRule,
+    InternalRule,
     KnownLeakRule,
     Match,
     ObjectSelector,
@@ -53,6 +54,7 @@ RULE_KEYS: dict[str, tuple[str, ...]] = {
     "owned_by": ("object", "by", "edge", "path", "weight"),
     "bucket": ("name", "object", *REFERENCE_KEYS),
     "tag": ("name", "object", *REFERENCE_KEYS),
+    "internal": ("object",),
     "known_leak": ("reason", "link", "object", *REFERENCE_KEYS),
     "verdict": ("note", "object", *REFERENCE_KEYS),
 }
@@ -295,6 +297,10 @@ class _Parser:
             return OwnsRule(line, group, references, weight)
 
         objects = self.object_selector(kind, table["object"], where, ("object",)) if "object" in table else None
+        if kind == "internal":
+            if objects is None:
+                self.fail("internal: missing `object` (the objects the runtime made for itself)", where(()))
+            return InternalRule(line, group, objects)
         references = self.references(kind, table, where, required=False)
         if kind in ("bucket", "tag"):
             name = self.text_value(kind, table, "name", where)

@@ -47,8 +47,8 @@ class RulesSummary:
     ambiguous_examples: tuple[ObjectRef, ...]
     unowned_objects: int  # reached objects no owns rule owns (root and synthetic nodes aside)
     buckets: tuple[BucketRow, ...]  # largest retained size first
-    known_leak_rules: int  # parsed, not applied yet
-    verdict_rules: int  # parsed, not applied yet
+    known_leak_rules: int  # applied by loads (heapdb leaks), not by analyze
+    verdict_rules: int  # applied by loads (object answers), not by analyze
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

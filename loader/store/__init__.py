@@ -11,12 +11,14 @@ The data model is described, with example Cypher, in ``docs/data-model.md``. One
 - :mod:`.purge`: the background purger that frees the records of hidden snapshots;
 - :mod:`.bulk`: batches of rows packed as int64 cells, and the calls into heapdb's Neo4j plugin
   (whose Java source is in ``plugin/``);
-- :mod:`.writer`: what a load writes, where its batches go, and :func:`load` itself.
+- :mod:`.writer`: what a load writes, where its batches go, and :func:`load` itself;
+- :mod:`.readback`: a stored snapshot read back as a graph (:func:`read_back`), for ``heapdb reanalyze``.
 """
 
 from __future__ import annotations
 
 from heapdb.loader.store.lifecycle import delete_objects, drop
+from heapdb.loader.store.readback import StoredGraph, read_back
 from heapdb.loader.store.schema import SCHEMA, STORE_VERSION, ensure_schema
 from heapdb.loader.store.snapshots import Snapshot, get_snapshot, list_snapshots
 from heapdb.loader.store.summaries import TOP_RANKS, LoadInput, TypeListing, reference_label
@@ -31,6 +33,7 @@ __all__ = [
     "LoadInput",
     "LoadReport",
     "Snapshot",
+    "StoredGraph",
     "TypeListing",
     "delete_objects",
     "drop",
@@ -39,5 +42,6 @@ __all__ = [
     "list_snapshots",
     "load",
     "object_batch",
+    "read_back",
     "reference_label",
 ]

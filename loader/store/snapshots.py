@@ -55,6 +55,10 @@ class Snapshot:
     rules_version: int | None = None  # a stored rule set's version
     rules_disabled_groups: tuple[str, ...] | None = None  # groups switched off with --disable-group
     ambiguous_objects: int | None = None  # objects two owners of the same weight claim
+    default_rules: str | None = None  # the runtime's default rule set the load applied (v8, luau, python)
+    look_through: bool | None = None  # internal rules applied: objects carry `through` and `holder`
+    # The known_leak rules applied: {"reason", "link", "line"} each (stored as JSON text).
+    known_leaks: tuple[dict[str, Any], ...] = field(default=(), hash=False)
     meta: dict[str, Any] = field(default_factory=dict, hash=False)  # a dict cannot be hashed; the rest can
 
     @classmethod
@@ -67,13 +71,15 @@ class Snapshot:
             values["meta"] = json.loads(meta)
         elif isinstance(meta, Mapping):
             values["meta"] = dict(meta)
+        if isinstance(values.get("known_leaks"), str):
+            values["known_leaks"] = tuple(json.loads(values["known_leaks"]))
         if "rules_disabled_groups" in values:
             values["rules_disabled_groups"] = tuple(values["rules_disabled_groups"])
         return cls(**values)
 
     def as_dict(self) -> dict[str, Any]:
         """The properties as plain data (for JSON), leaving out those the node lacks."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
+        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) not in (None, ())}
 
 
 def list_snapshots(database: Database, *, include_incomplete: bool = False) -> list[Snapshot]:

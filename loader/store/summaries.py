@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from heapdb.loader.analysis import Analysis, outermost_members
+from heapdb.loader.analysis import Analysis, LookThrough, outermost_members
 from heapdb.loader.analysis.ranking import largest_first
 from heapdb.loader.graph import EDGE_KIND_NAMES, NUMERIC_NAME_KINDS, HeapGraph
 from heapdb.loader.paths import FirstPaths, first_paths, path_hops
@@ -119,6 +119,14 @@ class LoadInput:
     # Under rules: each object's bucket, an index into ``bucket_names`` (-1: none; stored as ``bucket``).
     bucket: np.ndarray | None = None  # int32[n]
     bucket_names: tuple[str, ...] = ()
+    # Under internal rules: the objects answers look through, and each object's nearest holder that
+    # is not one (stored as ``through`` and ``holder``); top ranks skip the looked-through objects.
+    look_through: LookThrough | None = None
+    # Under known_leak and verdict rules: each object's known leak reason and verdict note, as
+    # indexes into ``notes`` (-1: none; stored as ``known_leak`` and ``verdict``).
+    known_leak: np.ndarray | None = None  # int16[n]
+    verdict: np.ndarray | None = None  # int16[n]
+    notes: tuple[str, ...] = ()
 
     @classmethod
     def from_analysis(
@@ -129,6 +137,10 @@ class LoadInput:
         retaining: np.ndarray | None = None,
         bucket: np.ndarray | None = None,
         bucket_names: tuple[str, ...] = (),
+        look_through: LookThrough | None = None,
+        known_leak: np.ndarray | None = None,
+        verdict: np.ndarray | None = None,
+        notes: tuple[str, ...] = (),
     ) -> LoadInput:
         """The load of ``result``. For an analysis under rules, ``retaining`` is the mask of the
         references that retain under the runtime's own rules (what :REF and :WEAK_REF record, which
@@ -145,6 +157,10 @@ class LoadInput:
             paths=first_paths(graph, result.retaining),
             bucket=bucket,
             bucket_names=bucket_names,
+            look_through=look_through,
+            known_leak=known_leak,
+            verdict=verdict,
+            notes=notes,
         )
 
     @cached_property
@@ -251,8 +267,9 @@ class LoadInput:
         """
         g = self.graph
         order = self._largest_first()
+        ranked = order if self.look_through is None else order[~self.look_through.through[order]]
         rank = np.zeros(g.node_count, dtype=np.int64)
-        rank[order[:depth]] = np.arange(1, min(depth, order.size) + 1)
+        rank[ranked[:depth]] = np.arange(1, min(depth, ranked.size) + 1)
         by_type, place = _first_in_groups(order, g.type, depth)
         type_rank = np.zeros(g.node_count, dtype=np.int64)
         kept = place < depth

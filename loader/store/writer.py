@@ -8,6 +8,10 @@ label on the snapshot's root, then ``:REF`` relationships for the references tha
 transactions at a time, to heapdb's Neo4j plugin, or as UNWIND statements to a Neo4j without it
 (:data:`WRITERS`). The snapshot answers once the objects and groups are written, while the references still
 stream in (see :func:`load`); until then it is invisible (see :mod:`.lifecycle`).
+
+Why this module is long: it holds the stored columns of an object (one per property, the rules'
+views included) beside the write loop that sends them, so that adding a property is one edit here
+and one line in docs/data-model.md; splitting the columns out is the next step if it grows again.
 """
 
 from __future__ import annotations
@@ -81,6 +85,14 @@ OBJECT_COLUMNS = (
     Column("via_kind", Kind.TEXT),
     Column("via_name", Kind.TEXT),
     Column("bucket", Kind.TEXT),  # a load under rules: the object's bucket, where a bucket rule selects it
+    # A load under internal rules: true on the objects answers look through, and where an object's
+    # dominator is one of them, the id of its nearest dominator that is not (docs/rules.md).
+    Column("through", Kind.BOOLEAN),
+    Column("holder", Kind.INTEGER),
+    # A load under known_leak and verdict rules: the reason of the known leak the object is part of,
+    # and the verdict note on it, where a rule gives one.
+    Column("known_leak", Kind.TEXT),
+    Column("verdict", Kind.TEXT),
 )
 # A reference's properties; its relationship type is REFERENCE_TYPES[0] when it retains, else [1].
 REFERENCE_COLUMNS = (Column("kind", Kind.TEXT), Column("name", Kind.TEXT))
@@ -140,8 +152,34 @@ def object_batch(data: LoadInput, ranks: tuple[np.ndarray, np.ndarray], lo: int,
         holders.via[lo:hi],
         *via_labels,
         _bucket_column(strings, data, lo, hi),
+        *_look_through_columns(data, lo, hi),
+        _note_column(strings, data, data.known_leak, lo, hi),
+        _note_column(strings, data, data.verdict, lo, hi),
     ]
     return pack(columns, strings)
+
+
+def _note_column(strings: Strings, data: LoadInput, labels: np.ndarray | None, lo: int, hi: int) -> np.ndarray:
+    """Objects ``lo`` to ``hi``'s notes (``labels`` index ``data.notes``), NULL (no property) where none."""
+    column = np.full(hi - lo, NULL, dtype=np.int64)
+    if labels is not None:
+        part = labels[lo:hi]
+        has = part >= 0
+        column[has] = strings.codes(part[has], data.notes.__getitem__)
+    return column
+
+
+def _look_through_columns(data: LoadInput, lo: int, hi: int) -> list[np.ndarray]:
+    """Objects ``lo`` to ``hi``'s ``through`` (only ever true) and ``holder`` (only where it is not
+    the dominator), NULL (no property) elsewhere."""
+    if data.look_through is None:
+        return [np.full(hi - lo, NULL, dtype=np.int64) for _ in range(2)]
+    through = data.look_through.through[lo:hi]
+    holder = data.look_through.holder[lo:hi]
+    differs = (holder >= 0) & (holder != data.idom[lo:hi])
+    holder_ids = np.full(hi - lo, NULL, dtype=np.int64)
+    holder_ids[differs] = data.graph.ids[holder[differs]]
+    return [np.where(through, 1, NULL), holder_ids]
 
 
 def _bucket_column(strings: Strings, data: LoadInput, lo: int, hi: int) -> np.ndarray:

@@ -1,7 +1,7 @@
 """A structure-aware fuzzer for heapdb's readers: seeds, mutations, and the oracle every case must meet.
 
 Seeds are the small snapshots the reader tests build (a V8 ``.heapsnapshot``, a Luau dump, and both
-as snap.bin, compressed and not). A mutation knows its format:
+as snap.bin, compressed and not; hprof dumps from ``tests/support/hprof_writer.py``). A mutation knows its format:
 
 - JSON (V8, Luau): values anywhere in the parsed document replaced by extreme numbers, wrong shapes
   (a string where a list belongs), nesting thousands deep, lone surrogates, NUL and control
@@ -10,6 +10,8 @@ as snap.bin, compressed and not). A mutation knows its format:
 - snap.bin: chunk header fields rewritten *with the checksums recomputed* (so the change reaches the
   parser), payload values rewritten in place (checksums recomputed, recompressed when zstd), and
   decompression bombs (small zstd frames declaring hundreds of MiB);
+- hprof: a top-level record's length or tag, or any four bytes of a record's body (ids, counts,
+  lengths, sub-record tags), set to extreme values;
 - any format: truncation, bit flips, inserted and deleted bytes.
 
 The oracle (:func:`run_case`): the reader returns a valid graph or raises :class:`FormatError`,
@@ -41,7 +43,7 @@ from typing import Any
 from heapdb.errors import FormatError
 from heapdb.loader.formats.snapbin.layout import CHUNK_FIELDS, CHUNK_HEADER, FILE_HEADER, MAX_EXPANSION
 
-FORMATS = ("v8", "luau", "snapbin")
+FORMATS = ("v8", "luau", "snapbin", "hprof")
 
 MEMORY_MULTIPLE = MAX_EXPANSION + 64  # snap.bin may inflate MAX_EXPANSION x; the rest is working space
 MEMORY_FLOOR = 160 << 20  # the V8 reader's 8 MiB window, snap.bin's 64 MiB decompression floor, numpy temporaries
@@ -109,6 +111,12 @@ def seeds(fmt: str) -> tuple[bytes, ...]:
         return (json.dumps(small_snapshot()).encode(),)
     if fmt == "luau":
         return (dump_text(sample_objects(), SAMPLE_ROOTS).encode(),)
+    if fmt == "hprof":
+        from tests.test_hprof import random_dump, small
+
+        out_hprof = [small(4)[0].to_bytes(segment_records=2), small(8)[0].to_bytes()]
+        out_hprof.append(random_dump(random.Random(3), 4, True)[0])
+        return tuple(out_hprof)
     import tempfile
 
     from heapdb.loader.formats import luau, snapbin, v8
@@ -351,6 +359,39 @@ def _snapbin_mutation(seed: bytes, rng: random.Random) -> tuple[bytes, str, bool
     return before + bombs + seed[offset:], f"bomb: frames declaring {size >> 20} MiB each", True
 
 
+# -- hprof mutations ------------------------------------------------------------------------------
+
+
+def _hprof_records(data: bytes) -> list[int]:
+    """The offsets of an hprof file's top-level records."""
+    pos = data.index(b"\0") + 13
+    out = []
+    while pos + 9 <= len(data):
+        out.append(pos)
+        pos += 9 + struct.unpack_from(">I", data, pos + 5)[0]
+    return out
+
+
+def _hprof_mutation(seed: bytes, rng: random.Random) -> tuple[bytes, str, bool]:
+    """A record's length, or any 4 bytes of a record's body (an id, a count, a length, a tag), set to
+    an extreme value; or a record's tag changed."""
+    records = _hprof_records(seed)
+    at = rng.choice(records)
+    choice = rng.random()
+    if choice < 0.3:
+        value = rng.choice([0, 1, 0x7FFFFFFF, 0xFFFFFFFF, 2**31, rng.randrange(2**32)])
+        return seed[: at + 5] + struct.pack(">I", value) + seed[at + 9 :], f"record length {value} at {at}", False
+    if choice < 0.4:
+        tag = rng.choice([0x00, 0x01, 0x02, 0x0C, 0x1C, 0x2C, 0xFF])
+        return seed[:at] + bytes([tag]) + seed[at + 1 :], f"record tag 0x{tag:02x} at {at}", False
+    length = struct.unpack_from(">I", seed, at + 5)[0]
+    if length < 4:
+        return _flip(seed, rng)
+    where = at + 9 + rng.randrange(length - 3)
+    value = rng.choice([0, 1, 0x7FFFFFFF, 0xFFFFFFFF, 0x80000000, 0xFF, 0x20, 0x21, 0x22, 0x23])
+    return seed[:where] + struct.pack(">I", value) + seed[where + 4 :], f"body u4 {value:#x} at {where}", False
+
+
 # -- cases and the oracle -------------------------------------------------------------------------
 
 
@@ -363,6 +404,8 @@ def make_case(fmt: str, rng: random.Random) -> Case:
         corrupt = corrupt or (fmt == "snapbin" and data != seed and not mutation.startswith("insert"))
     elif fmt == "snapbin":
         data, mutation, corrupt = _snapbin_mutation(seed, rng)
+    elif fmt == "hprof":
+        data, mutation, corrupt = _hprof_mutation(seed, rng)
     else:
         data, mutation, corrupt = _json_mutation(fmt, seed, rng)
     return Case(fmt, data, mutation, corrupt)
@@ -378,6 +421,10 @@ def readers(fmt: str) -> list[Callable[[Path], Any]]:
         return [v8.read_graph]
     if fmt == "luau":
         return [luau.read_graph, heapgraph_files]
+    if fmt == "hprof":
+        from heapdb.loader.formats import hprof
+
+        return [hprof.read_graph]
     return [snapbin.read_graph]
 
 

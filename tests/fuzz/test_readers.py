@@ -29,7 +29,7 @@ from tests.fuzz.engine import FORMATS, _bomb_frame, make_case, memory_bound, run
 from tests.test_luau_reader import SAMPLE_ROOTS, dump_text, sample_objects
 from tests.test_v8_reader import small_snapshot
 
-EXAMPLES = {"v8": 600, "luau": 600, "snapbin": 600}  # about 3 s each
+EXAMPLES = {"v8": 600, "luau": 600, "snapbin": 600, "hprof": 600}  # about 3 s each
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

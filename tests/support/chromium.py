@@ -166,6 +166,47 @@ class ChromiumPage:
         session.wait_for(f"location.href !== {json.dumps(before)} && document.readyState === 'complete'")
         return str(session.evaluate("location.href"))
 
+    def evaluate_async(self, expression: str) -> Any:
+        """Evaluate a JavaScript expression that yields a promise; return what it resolves to."""
+        session = self._live()
+        result = session.call(
+            "Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": True}
+        )
+        if "exceptionDetails" in result:
+            raise ChromiumError(f"{expression[:200]!r} threw: {result['exceptionDetails'].get('text')}")
+        return result.get("result", {}).get("value")
+
+    # Keys as the DevTools protocol names them (what Puppeteer sends for them).
+    KEYS = {
+        "Tab": {"key": "Tab", "code": "Tab", "windowsVirtualKeyCode": 9},
+        "Enter": {"key": "Enter", "code": "Enter", "windowsVirtualKeyCode": 13, "text": "\r"},
+        "Escape": {"key": "Escape", "code": "Escape", "windowsVirtualKeyCode": 27},
+    }
+
+    def press(self, key: str, *, shift: bool = False) -> None:
+        """Press and release a key (one of :attr:`KEYS`) as a person would, with Shift if asked."""
+        session = self._live()
+        event = dict(self.KEYS[key], modifiers=8 if shift else 0)
+        session.call("Input.dispatchKeyEvent", {"type": "keyDown" if "text" in event else "rawKeyDown", **event})
+        session.call("Input.dispatchKeyEvent", {"type": "keyUp", **{k: v for k, v in event.items() if k != "text"}})
+
+    def accessibility_violations(self, axe_script: str | os.PathLike[str], impacts: Sequence[str]) -> list[str]:
+        """Run axe-core (its ``axe.min.js``) on the page; the violations of the given impacts, one
+        line each: rule, impact, help and the first offending elements."""
+        session = self._live()
+        if not session.evaluate("typeof window.axe === 'object'"):
+            session.call("Runtime.evaluate", {"expression": Path(axe_script).read_text(encoding="utf-8")})
+        found = self.evaluate_async(
+            "axe.run(document, {resultTypes: ['violations']}).then(r => r.violations.map(v => ({"
+            "id: v.id, impact: v.impact, help: v.help,"
+            " nodes: v.nodes.slice(0, 3).map(n => n.target.join(' ') + ': ' + n.failureSummary)})))"
+        )
+        return [
+            f"{v['id']} ({v['impact']}): {v['help']} at {'; '.join(v['nodes'])}"
+            for v in found
+            if v["impact"] in impacts
+        ]
+
     def screenshot(
         self, out: str | os.PathLike[str], width: int = 1280, height: int = 900, *, full_page: bool = True
     ) -> Path:

@@ -112,6 +112,17 @@ def write_leak_snapshots(
 
 
 @needs("node")
+def write_closure_cache_snapshots(out_dir: str | os.PathLike[str], first: int, leaked: int) -> dict[str, Path]:
+    """Run ``closure_cache.js``: ``leaked`` Session instances held by closures in a cache, between
+    a baseline of ``first`` and a final snapshot that leaks nothing more. Snapshots by label."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    script = LEAK_SCRIPT.with_name("closure_cache.js")
+    stdout = _run_node([str(script), str(out), str(int(first)), str(int(leaked))], "closure_cache.js", 120)
+    return {record["label"]: Path(record["path"]) for record in map(json.loads, stdout.splitlines())}
+
+
+@needs("node")
 def write_leak_snapshot(out_dir: str | os.PathLike[str], size: int = 200) -> Path:
     """One leak snapshot (``baseline``) with ``size`` leak units."""
     return write_leak_snapshots(out_dir, (size,))["baseline"]

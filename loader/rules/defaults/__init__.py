@@ -1,0 +1,50 @@
+"""The rule sets heapdb ships, one per runtime, applied to every load unless switched off.
+
+Each is an ordinary rule file beside this module (docs/rules.md, "Default rules"). They hold only
+``internal`` rules, so they change no dominator and no retained size: exact answers stay exact.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import resources
+
+from heapdb.errors import RuleError
+from heapdb.loader.graph import HeapGraph
+from heapdb.loader.rules.model import RuleSet
+from heapdb.loader.rules.parse import parse_rules
+
+RUNTIMES = ("v8", "luau", "python")
+
+
+def runtime_of(graph: HeapGraph) -> str | None:
+    """Which default rule set a snapshot gets: by its format, and for snap.bin by its runtime."""
+    format_name = str(graph.meta.get("format", ""))
+    if format_name in ("v8", "luau"):
+        return format_name
+    runtime = str(graph.meta.get("runtime", "")).lower()
+    return runtime if runtime in RUNTIMES else None
+
+
+@cache
+def default_rules(runtime: str) -> RuleSet:
+    """The default rule set of ``runtime`` (one of :data:`RUNTIMES`)."""
+    if runtime not in RUNTIMES:
+        raise RuleError(None, f"no default rules for {runtime!r} (there are: {', '.join(RUNTIMES)})")
+    text = resources.files(__package__).joinpath(f"{runtime}.toml").read_text(encoding="utf-8")
+    return parse_rules(text, f"default rules for {runtime}")
+
+
+def with_defaults(rules: RuleSet | None, graph: HeapGraph) -> tuple[RuleSet | None, str | None]:
+    """``rules`` followed by the default rules of ``graph``'s runtime, and that runtime's name (None
+    when it has no default rules). A team's rules come first, so their buckets win."""
+    runtime = runtime_of(graph)
+    if runtime is None:
+        return rules, None
+    defaults = default_rules(runtime)
+    return (defaults if rules is None else rules.followed_by(defaults)), runtime
+
+
+def default_group_names() -> frozenset[str]:
+    """Every group of every default rule set: the names --disable-group takes besides a file's own."""
+    return frozenset(name for runtime in RUNTIMES for name in default_rules(runtime).group_names)

@@ -1,0 +1,25 @@
+// name: dominated-largest
+// description: For each given object, how many objects it dominates directly and the largest of them (a treemap level).
+// param tag: string -- the snapshot's tag
+// param ids: list<int> -- ids of the parent objects
+// param min_sizes: list<int> = [] -- per parent (same order as ids): the smallest retained size worth listing (missing: 0)
+// param width: int = 20 in 1..1000 -- how many children to list per parent, largest first
+//
+// One row per parent: `children` counts all its direct children in the dominator tree, `largest`
+// lists at most `width` of those retaining at least its `min_sizes` entry, largest first. What is
+// not listed is the parent's retained size less its self size less the listed children's: a
+// parent's retained size is its self size plus its children's. Both reads seek the (sid, dom) index.
+MATCH (s:Snapshot {tag: $tag, status: 'ready'})
+UNWIND range(0, size($ids) - 1) AS k
+WITH s, $ids[k] AS parent_id, coalesce($min_sizes[k], 0) AS min_size
+CALL (s, parent_id) {
+  MATCH (c:Object {sid: s.sid, dom: parent_id})
+  RETURN count(c) AS children
+}
+CALL (s, parent_id, min_size) {
+  MATCH (c:Object {sid: s.sid, dom: parent_id})
+  WHERE c.retained_size >= min_size
+  WITH c ORDER BY c.retained_size DESC, c.id LIMIT $width
+  RETURN collect(c {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached, .verdict, .known_leak}) AS largest
+}
+RETURN parent_id AS parent, children, largest

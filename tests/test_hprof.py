@@ -1,0 +1,562 @@
+"""The hprof reader: synthetic dumps against a brute-force model, every kind of bad input, and a real
+dump of a leaking Java program compiled and run with the machine's JDK."""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import random
+import re
+import shutil
+import struct
+import subprocess
+from collections import deque
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from heapdb.errors import FormatError
+from heapdb.loader import analysis, formats
+from heapdb.loader.formats import hprof
+from heapdb.loader.graph import EdgeKind, HeapGraph
+from tests.support import hprof_writer as hw
+from tests.support.hprof_writer import INT, LONG, OBJECT, HprofWriter, standard_classes
+
+JAVA_DIR = Path(__file__).parent / "java"
+
+
+def write(tmp_path: Path, data: bytes, name: str = "dump.hprof") -> Path:
+    path = tmp_path / name
+    path.write_bytes(data)
+    return path
+
+
+def _dominated(a: analysis.Analysis, v: int) -> set[int]:
+    """Every node ``v`` dominates, by walking each node's dominator chain."""
+    found = set()
+    for x in range(len(a.idom)):
+        y = x
+        while y >= 0:
+            if y == v:
+                found.add(x)
+                break
+            y = int(a.idom[y])
+    return found
+
+
+def node(g: HeapGraph, obj_id: int) -> int:
+    return int(np.flatnonzero(g.ids == obj_id)[0])
+
+
+def out(g: HeapGraph, v: int) -> list[tuple[str, str, int]]:
+    return [(EdgeKind(int(g.edge_kind[e])).name, g.edge_label(e), int(g.ids[g.edge_to[e]])) for e in g.out_edges(v)]
+
+
+def small(id_size: int = 8, version: str = "1.0.2") -> tuple[HprofWriter, dict[str, int]]:
+    """A cache class whose static holds an array of nodes, a weak reference to one, an int array."""
+    w = HprofWriter(id_size, version)
+    c = standard_classes(w)
+    c["Node"] = w.add_class("com/example/Node", c["java.lang.Object"], [("next", OBJECT), ("value", INT)])
+    c["Cache"] = w.add_class(
+        "com/example/Cache", c["java.lang.Object"], statics=[("ENTRIES", OBJECT, 0x9000), ("hits", LONG, 3)]
+    )
+    w.obj_array(0x9000, c["java.lang.Object[]"], [0x9100, 0, 0x9200])
+    w.instance(0x9100, c["Node"], {"next": 0x9200, "value": 7})
+    w.instance(0x9200, c["Node"], {"next": 0xDEAD0})  # an id the dump never wrote
+    w.instance(0x9300, c["java.lang.ref.WeakReference"], {"referent": 0x9100})
+    w.prim_array(0x9400, INT, 3)
+    w.root(hw.ROOT_STICKY_CLASS, c["Cache"])
+    w.root(hw.ROOT_JAVA_FRAME, 0x9300)
+    w.root(hw.ROOT_JNI_GLOBAL, 0x9400)
+    return w, c
+
+
+# -- semantics on small dumps -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("id_size", [4, 8])
+def test_types_edges_and_sizes(tmp_path: Path, id_size: int) -> None:
+    w, c = small(id_size)
+    path = write(tmp_path, w.to_bytes())
+    assert formats.detect(path) is hprof
+    g = hprof.read_graph(path)
+    assert g.meta["format"] == "hprof" and g.meta["id_size"] == id_size
+    header = 2 * id_size
+    assert g.node_name(g.root) == "(root)"
+    assert [x[1] for x in out(g, g.root)] == ["(jni global roots)", "(java frame roots)", "(system class roots)"]
+
+    cache = node(g, c["Cache"])
+    assert (g.type_name(cache), g.node_name(cache), g.node_kinds[g.kind[cache]]) == (
+        "java.lang.Class",
+        "com.example.Cache",
+        "class",
+    )
+    assert ("PROPERTY", "ENTRIES", 0x9000) in out(g, cache)
+    assert ("INTERNAL", "<super>", c["java.lang.Object"]) in out(g, cache)
+    assert g.self_size[cache] == -(-(header + id_size + 8) // 8) * 8  # header + the two statics, aligned
+
+    array = node(g, 0x9000)
+    assert g.type_name(array) == "java.lang.Object[]"
+    assert out(g, array) == [
+        ("INTERNAL", "<class>", c["java.lang.Object[]"]),
+        ("ELEMENT", "0", 0x9100),
+        ("ELEMENT", "2", 0x9200),
+    ]
+    assert g.self_size[array] == -(-(header + 4 + 3 * id_size) // 8) * 8
+
+    n1 = node(g, 0x9100)
+    assert g.type_name(n1) == "com.example.Node"
+    assert out(g, n1) == [("INTERNAL", "<class>", c["Node"]), ("PROPERTY", "next", 0x9200)]
+    assert g.self_size[n1] == -(-(header + id_size + 4) // 8) * 8
+    assert out(g, node(g, 0x9200)) == [("INTERNAL", "<class>", c["Node"])]  # the dangling 'next' is dropped
+    assert g.meta["dangling_references"] == 1
+
+    weak = node(g, 0x9300)
+    assert ("WEAK", "referent (weak)", 0x9100) in out(g, weak)
+    ints = node(g, 0x9400)
+    assert g.type_name(ints) == "int[]" and g.node_kinds[g.kind[ints]] == "primitive array"
+    assert g.self_size[ints] == -(-(header + 4 + 12) // 8) * 8
+    assert out(g, ints) == [("INTERNAL", "<class>", c["int[]"])]
+
+    a = analysis.analyze(g)
+    # The weak reference does not keep node 0x9100: the cache's array does.
+    assert a.idom[n1] == array
+    assert n1 not in _dominated(a, weak)
+
+
+def test_segmented_and_single_dumps_read_alike(tmp_path: Path) -> None:
+    w, _ = small()
+    one = hprof.read_graph(write(tmp_path, w.to_bytes(), "one.hprof"))
+    for per in (1, 2, 5):
+        seg = hprof.read_graph(write(tmp_path, w.to_bytes(segment_records=per), f"seg{per}.hprof"))
+        for field in ("ids", "kind", "type", "name", "self_size", "edge_start", "edge_to", "edge_kind", "edge_name"):
+            assert np.array_equal(getattr(one, field), getattr(seg, field)), field
+        assert one.strings == seg.strings
+
+
+def test_reference_kinds_follow_the_class_ancestry(tmp_path: Path) -> None:
+    w = HprofWriter(8)
+    c = standard_classes(w)
+    mine = w.add_class("com/example/MyWeak", c["java.lang.ref.WeakReference"], [("extra", OBJECT)])
+    w.instance(0x5000, c["java.lang.Object"])
+    kinds = {
+        0x6000: ("java.lang.ref.SoftReference", "soft"),
+        0x6010: ("java.lang.ref.WeakReference", "weak"),
+        0x6020: ("java.lang.ref.PhantomReference", "phantom"),
+        0x6030: ("java.lang.ref.Finalizer", "finalizer"),
+    }
+    for obj, (cls, _) in kinds.items():
+        w.instance(obj, c[cls], {"referent": 0x5000, "queue": 0x5000})
+    w.instance(0x6040, mine, {"referent": 0x5000, "extra": 0x5000})
+    for obj in [*kinds, 0x6040]:
+        w.root(hw.ROOT_THREAD_OBJECT, obj)
+    g = hprof.read_graph(write(tmp_path, w.to_bytes(segment_records=3)))
+    for obj, (_, label) in kinds.items():
+        edges = out(g, node(g, obj))
+        assert ("WEAK", f"referent ({label})", 0x5000) in edges
+        assert ("PROPERTY", "queue", 0x5000) in edges  # only the referent is weak
+    assert ("WEAK", "referent (weak)", 0x5000) in out(g, node(g, 0x6040))
+    assert ("PROPERTY", "extra", 0x5000) in out(g, node(g, 0x6040))
+    a = analysis.analyze(g)
+    target = node(g, 0x5000)
+    # Held strongly by several references' 'queue' fields: the thread roots' group dominates it.
+    assert g.node_name(int(a.idom[target])) == "(thread roots)"
+
+
+def test_android_heaps_root_kinds_and_arrays_without_data(tmp_path: Path) -> None:
+    w = HprofWriter(4, "1.0.3")
+    c = standard_classes(w)
+    w.heap_info(ord("Z"), "zygote")
+    w.instance(0x7000, c["java.lang.Object"])
+    w.heap_info(ord("A"), "app")
+    w.instance(0x7010, c["java.lang.Object"])
+    w.prim_array(0x7020, INT, 1000, nodata=True)
+    android_roots = [0x89, 0x8A, 0x8B, 0x8C, 0x8D, 0x8E, 0x90]
+    for tag in android_roots:
+        w.root(tag, 0x7010)
+    w.root(hw.ROOT_UNKNOWN, 0x7020)
+    g = hprof.read_graph(write(tmp_path, w.to_bytes(segment_records=4)))
+    assert g.meta["format_version"] == "1.0.3"
+    names = {g.node_name(int(g.edge_to[e])) for e in g.out_edges(g.root)}
+    assert names == {
+        "(interned string roots)",
+        "(finalizing roots)",
+        "(debugger roots)",
+        "(reference cleanup roots)",
+        "(vm internal roots)",
+        "(jni monitor roots)",
+        "(unreachable roots)",
+        "(unknown roots)",
+    }
+    heap, heap_names = g.meta["heap"], g.meta["heap_names"]
+    assert heap_names[heap[node(g, 0x7000)]] == "zygote"
+    assert heap_names[heap[node(g, 0x7010)]] == "app"
+    arr = node(g, 0x7020)
+    # An 8-byte header (4-byte ids) + the 4-byte length + 4000 bytes of data it did not write, aligned.
+    assert g.type_name(arr) == "int[]" and g.self_size[arr] == 4016
+
+
+def test_java_names() -> None:
+    assert hprof.java_name("java/util/HashMap$Node") == "java.util.HashMap$Node"
+    assert hprof.java_name("[Ljava/lang/Object;") == "java.lang.Object[]"
+    assert hprof.java_name("[[I") == "int[][]"
+    assert hprof.java_name("[Ljava.lang.String;") == "java.lang.String[]"
+    assert hprof.java_name("[B") == "byte[]"
+
+
+# -- random dumps against brute force -----------------------------------------------------------------
+
+
+def random_dump(rng: random.Random, id_size: int, android: bool) -> tuple[bytes, dict]:
+    """A random object graph written as hprof, and the model it was written from."""
+    w = HprofWriter(id_size, "1.0.3" if android else "1.0.2")
+    c = standard_classes(w)
+    n = rng.randrange(1, 22)
+    objs = [0x100000 + 0x20 * i for i in range(n)]
+    dangling = 0xFFF000
+
+    def target() -> int:
+        r = rng.random()
+        return 0 if r < 0.25 else dangling if r < 0.3 else rng.choice(objs)
+
+    node_cls = w.add_class("app/Node", c["java.lang.Object"], [("a", OBJECT), ("b", OBJECT), ("n", INT)])
+    sub_cls = w.add_class("app/Sub", node_cls, [("c", OBJECT), ("a", OBJECT)])  # 'a' hides Node.a
+    statics = [(f"s{i}", OBJECT, target()) for i in range(rng.randrange(0, 3))]
+    holder = w.add_class("app/Holder", c["java.lang.Object"], statics=statics)
+    model_sizes: dict[int, int] = {}
+    strong: list[tuple[int, int]] = []
+    header = 2 * id_size
+
+    def size(raw: int) -> int:
+        return -(-raw // 8) * 8
+
+    for cid, cls in w.classes.items():
+        static_bytes = sum(hw.TYPE_SIZES[t] or id_size for _, t, _ in cls.statics)
+        model_sizes[cid] = size(header + static_bytes)
+        if cls.super_id:
+            strong.append((cid, cls.super_id))
+        strong += [(cid, v) for _, t, v in cls.statics if t == OBJECT and v]
+    choices = ["node", "sub", "weak", "soft", "phantom", "final", "objarr", "intarr"]
+    heaps = [(ord("A"), "app"), (ord("I"), "image"), (ord("Z"), "zygote")]
+    for obj in objs:
+        if android and rng.random() < 0.2:
+            w.heap_info(*rng.choice(heaps))
+        what = rng.choice(choices)
+        if what in ("node", "sub", "weak", "soft", "phantom", "final"):
+            cls_id = {
+                "node": node_cls,
+                "sub": sub_cls,
+                "weak": c["java.lang.ref.WeakReference"],
+                "soft": c["java.lang.ref.SoftReference"],
+                "phantom": c["java.lang.ref.PhantomReference"],
+                "final": c["java.lang.ref.Finalizer"],
+            }[what]
+            fields = w.hierarchy_fields(cls_id)
+            values = {name: target() for name, t in fields if t == OBJECT}
+            w.instance(obj, cls_id, values)
+            model_sizes[obj] = size(header + w.instance_bytes(cls_id))
+            strong.append((obj, cls_id))
+            is_ref = what not in ("node", "sub")
+            for name, t in fields:
+                if t == OBJECT and values[name] and not (is_ref and name == "referent"):
+                    strong.append((obj, values[name]))
+        elif what == "objarr":
+            elements = [target() for _ in range(rng.randrange(0, 5))]
+            w.obj_array(obj, c["java.lang.Object[]"], elements)
+            model_sizes[obj] = size(header + 4 + id_size * len(elements))
+            strong += [(obj, c["java.lang.Object[]"])] + [(obj, e) for e in elements if e]
+        else:
+            length = rng.randrange(0, 40)
+            w.prim_array(obj, INT, length, nodata=android and rng.random() < 0.5)
+            model_sizes[obj] = size(header + 4 + 4 * length)
+            strong.append((obj, c["int[]"]))
+    root_tags = list(hw.ROOT_EXTRA) if android else [t for t in hw.ROOT_EXTRA if t < 0x80 or t == 0xFF]
+    everything = objs + list(w.classes)
+    roots = [(rng.choice(root_tags), rng.choice(everything)) for _ in range(rng.randrange(0, 5))]
+    roots.append((hw.ROOT_STICKY_CLASS, holder))
+    for tag, obj in roots:
+        w.root(tag, obj)
+    segmented = rng.choice([None, 1, 3, 50])
+    model = {"sizes": model_sizes, "strong": [(s, t) for s, t in strong if t in model_sizes], "roots": roots}
+    return w.to_bytes(segment_records=segmented), model
+
+
+def model_brute_force(model: dict) -> tuple[dict[int, int], dict[int, int]]:
+    """Retained size and root distance of every model object, by removing each object in turn."""
+    sizes: dict[int, int] = model["sizes"]
+    adj: dict[int, list[int]] = collections.defaultdict(list)
+    for s, t in model["strong"]:
+        if s != t:
+            adj[s].append(t)
+    rooted = [obj for _, obj in model["roots"]]
+
+    def reach(removed: int | None) -> dict[int, int]:
+        dist: dict[int, int] = {}
+        queue: deque[int] = deque()
+        for r in rooted:
+            if r != removed and r not in dist:
+                dist[r] = 2  # (root) -> (<kind> roots) -> object
+                queue.append(r)
+        while queue:
+            v = queue.popleft()
+            for t in adj[v]:
+                if t != removed and t not in dist:
+                    dist[t] = dist[v] + 1
+                    queue.append(t)
+        return dist
+
+    everyone = reach(None)
+    retained = {}
+    for d in everyone:
+        without = reach(d)
+        retained[d] = sum(sizes[v] for v in everyone if v not in without)
+    return retained, everyone
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_dumps_equal_brute_force(tmp_path: Path, seed: int) -> None:
+    rng = random.Random(seed)
+    for case in range(20):
+        id_size = rng.choice([4, 8])
+        android = rng.random() < 0.3
+        data, model = random_dump(rng, id_size, android)
+        g = hprof.read_graph(write(tmp_path, data))
+        a = analysis.analyze(g)
+        retained, dist = model_brute_force(model)
+        for obj, expected_size in model["sizes"].items():
+            v = node(g, obj)
+            label = f"seed {seed} case {case} object 0x{obj:x}"
+            assert g.self_size[v] == expected_size, label
+            assert bool(a.reachable[v]) == (obj in retained), label
+            assert a.retained_size[v] == retained.get(obj, 0), label
+            assert a.distance[v] == dist.get(obj, -1), label
+        assert a.retained_size[g.root] == sum(model["sizes"][o] for o in retained)
+
+
+# -- bad input ------------------------------------------------------------------------------------------
+
+
+def test_every_truncation_is_a_format_error_with_an_offset(tmp_path: Path) -> None:
+    w, _ = small(4)
+    data = w.to_bytes(segment_records=2)
+    path = tmp_path / "cut.hprof"
+    for cut in range(len(data)):
+        path.write_bytes(data[:cut])
+        with pytest.raises(FormatError) as caught:
+            hprof.read_graph(path)
+        assert caught.value.offset is not None, cut
+        assert str(path) in str(caught.value)
+
+
+def corrupt(data: bytes, at: int, replacement: bytes) -> bytes:
+    return data[:at] + replacement + data[at + len(replacement) :]
+
+
+def heap_body(w: HprofWriter, data: bytes) -> int:
+    """The offset of the first heap-dump record's body."""
+    return w.offsets[len(w.top)] + 9
+
+
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda w, d: b"JAVA PROFILE 9.9.9\0" + d[19:], "expected 'JAVA PROFILE"),
+        (lambda w, d: corrupt(d, 19, struct.pack(">I", 3)), "identifier size is 3"),
+        (lambda w, d: d[:31], "no HEAP_DUMP"),
+        (lambda w, d: corrupt(d, heap_body(w, d), b"\x42"), "unknown heap-dump sub-record tag (0x42)"),
+        (lambda w, d: d[: heap_body(w, d) - 9] + HprofWriter.record(0x0C, b"\x21" + bytes(10)), "runs past the end"),
+        (lambda w, d: d[: w.offsets[0]] + HprofWriter.record(0x01, b"\x00"), "shorter than its"),
+        (lambda w, d: d[: w.offsets[1]] + HprofWriter.record(0x02, bytes(5)), "LOAD_CLASS record must be"),
+    ],
+    ids=["version", "id-size", "no-heap", "sub-tag", "sub-record-past-end", "short-string", "load-class"],
+)
+def test_malformed_dumps_name_the_offset(tmp_path: Path, mutate, message: str) -> None:
+    w, _ = small(4)
+    data = w.to_bytes()
+    with pytest.raises(FormatError, match=re.escape(message)) as caught:
+        hprof.read_graph(write(tmp_path, mutate(w, data)))
+    assert caught.value.offset is not None
+
+
+def test_bad_type_code_field_mismatch_and_twice_written_ids(tmp_path: Path) -> None:
+    w = HprofWriter(4)
+    c = standard_classes(w)
+    w.raw_sub(b"\x23" + w.ident(0x8000) + struct.pack(">IIB", 0, 1, 3) + b"\0")
+    with pytest.raises(FormatError, match="unknown basic type code"):
+        hprof.read_graph(write(tmp_path, w.to_bytes()))
+
+    w = HprofWriter(4)
+    c = standard_classes(w)
+    w.raw_sub(
+        b"\x21"
+        + w.ident(0x8000)
+        + struct.pack(">I", 0)
+        + w.ident(c["java.lang.Object"])
+        + struct.pack(">I", 4)
+        + bytes(4)
+    )
+    with pytest.raises(FormatError, match="field bytes do not match") as caught:
+        hprof.read_graph(write(tmp_path, w.to_bytes()))
+    assert caught.value.offset is not None
+
+    w = HprofWriter(4)
+    c = standard_classes(w)
+    w.instance(0x8000, c["java.lang.Object"])
+    w.instance(0x8000, c["java.lang.Object"])
+    with pytest.raises(FormatError, match="0x8000 is written twice"):
+        hprof.read_graph(write(tmp_path, w.to_bytes()))
+
+
+def test_unknown_classes_and_top_level_records_are_tolerated(tmp_path: Path) -> None:
+    w = HprofWriter(8)
+    standard_classes(w)
+    w.instance(0x8000, 0x4242, {})  # a class the dump never wrote: no field layout, no class edge
+    w.top.append(HprofWriter.record(0x05, bytes(12)))  # a stack trace record: skipped
+    g = hprof.read_graph(write(tmp_path, w.to_bytes(segment_records=2)))
+    v = node(g, 0x8000)
+    assert g.type_name(v) == "(unknown class)" and out(g, v) == []
+    assert g.meta["unknown_class_instances"] == 1
+
+
+# -- a real dump ------------------------------------------------------------------------------------------
+
+needs_jdk = pytest.mark.skipif(
+    not all(shutil.which(tool) for tool in ("javac", "java", "jcmd")), reason="needs a JDK (javac, java, jcmd)"
+)
+SESSIONS = 400
+
+
+def histogram(text: str) -> dict[str, int]:
+    counts = {}
+    for line in text.splitlines():
+        m = re.match(r"\s*\d+:\s+(\d+)\s+\d+\s+(\S+)", line)
+        if m:
+            counts[hprof.java_name(m.group(2))] = int(m.group(1))
+    return counts
+
+
+@pytest.fixture(scope="module")
+def java_dump(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, int]]:
+    if not all(shutil.which(tool) for tool in ("javac", "java", "jcmd")):
+        pytest.skip("needs a JDK (javac, java, jcmd)")
+    tmp = tmp_path_factory.mktemp("java")
+    subprocess.run(["javac", "-d", str(tmp), str(JAVA_DIR / "Leak.java")], check=True, timeout=120)
+    proc = subprocess.Popen(
+        ["java", "-Xmx64m", "-cp", str(tmp), "Leak", str(SESSIONS)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("ready "), line
+        pid = line.split()[1]
+        dump = tmp / "leak.hprof"
+        # -all: no GC first, so the weakly held payloads are still in the heap; the histogram right
+        # after (also -all, no GC) sees the same objects.
+        subprocess.run(["jcmd", pid, "GC.heap_dump", "-all", str(dump)], check=True, timeout=60, capture_output=True)
+        hist = subprocess.run(
+            ["jcmd", pid, "GC.class_histogram", "-all"], check=True, timeout=60, capture_output=True, text=True
+        ).stdout
+    finally:
+        proc.kill()
+        proc.wait()
+    return dump, histogram(hist)
+
+
+@needs_jdk
+def test_real_dump_counts_retained_sizes_and_weak_references(java_dump: tuple[Path, dict[str, int]]) -> None:
+    dump, hist = java_dump
+    assert formats.detect(dump) is hprof
+    g = hprof.read_graph(dump)
+    types = collections.Counter(g.strings[t] for t in g.type.tolist())
+    assert types["Leak$Session"] == SESSIONS
+    for cls in (
+        "Leak$Session",
+        "Leak$Payload",
+        "java.util.HashMap",
+        "java.lang.Integer",
+        "java.lang.ref.SoftReference",
+    ):
+        assert types[cls] == hist[cls], cls
+
+    a = analysis.analyze(g)
+    sessions = np.flatnonzero(g.type == g.strings.index("Leak$Session"))
+    classes = np.flatnonzero(g.type == g.strings.index("java.lang.Class")).tolist()
+    leak_class = next(v for v in classes if g.node_name(v) == "Leak")
+    cache_map = next(int(g.edge_to[e]) for e in g.out_edges(leak_class) if g.edge_label(e) == "CACHE")
+    assert g.type_name(cache_map) == "java.util.HashMap"
+    for v in sessions.tolist():
+        assert a.retained_size[v] > g.self_size[v] > 0  # its byte[1000] and its String
+        chain = []
+        x = v
+        while x >= 0:
+            chain.append(x)
+            x = int(a.idom[x])
+        assert cache_map in chain and leak_class in chain
+    assert a.retained_size[cache_map] > SESSIONS * 1000
+
+    # Payloads only weakly held (WEAK) stay unreached; the one also held by a static is retained
+    # through the static, not through its WeakReference.
+    payloads = np.flatnonzero(g.type == g.strings.index("Leak$Payload")).tolist()
+    src = g.edge_sources()
+    weak_kind = int(EdgeKind.WEAK)
+    strong_payload = next(int(g.edge_to[e]) for e in g.out_edges(leak_class) if g.edge_label(e) == "strongPayload")
+    weakly = [
+        p for p in payloads if all(int(g.edge_kind[e]) == weak_kind for e in np.flatnonzero(g.edge_to == p).tolist())
+    ]
+    assert weakly  # the WEAK list's payloads: no GC ran before the dump
+    for p in weakly:
+        assert not a.reachable[p]
+    assert a.reachable[strong_payload] and a.idom[strong_payload] == leak_class
+    holders = [int(src[e]) for e in np.flatnonzero(g.edge_to == strong_payload) if int(g.edge_kind[e]) == weak_kind]
+    assert holders and all(g.type_name(h) == "java.lang.ref.WeakReference" for h in holders)
+    assert all(a.retained_size[h] < a.retained_size[strong_payload] + g.self_size[h] for h in holders)
+    labels = {g.edge_label(int(e)) for e in np.flatnonzero(g.edge_kind == weak_kind)}
+    assert {"referent (weak)", "referent (soft)"} <= labels
+
+
+@needs_jdk
+def test_cli_inspect_and_analyze_a_real_dump(java_dump: tuple[Path, dict[str, int]]) -> None:
+    from heapdb.cli import main
+
+    dump, _ = java_dump
+    result = CliRunner().invoke(main, ["inspect", str(dump), "--top", "40"])
+    assert result.exit_code == 0, result.output
+    assert "hprof" in result.output and "Leak$Session" in result.output
+    result = CliRunner().invoke(main, ["analyze", str(dump), "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["format"] == "hprof"
+    assert any(r["name"] == "Leak" for r in report["top_retainers"])
+
+
+def test_cli_rejects_a_truncated_dump_with_the_offset(tmp_path: Path) -> None:
+    from heapdb.cli import main
+
+    w, _ = small()
+    data = w.to_bytes(segment_records=2)
+    path = write(tmp_path, data[: len(data) - 20])
+    result = CliRunner().invoke(main, ["inspect", str(path)])
+    assert result.exit_code != 0 and "byte" in result.output
+    assert os.fspath(path) in result.output
+
+
+def test_a_cycle_of_super_classes_is_a_format_error(tmp_path: Path) -> None:
+    w = HprofWriter(8)
+    w.add_class("a/A", 0x3010, [("x", OBJECT)], class_id=0x3000)
+    w.add_class("a/B", 0x3000, [("y", OBJECT)], class_id=0x3010)
+    w.instance(0x8000, 0x3000, {})
+    with pytest.raises(FormatError, match="form a cycle") as caught:
+        hprof.read_graph(write(tmp_path, w.to_bytes()))
+    assert caught.value.offset is not None
+
+
+def test_progress_adds_up_to_the_file_size(tmp_path: Path) -> None:
+    w, _ = small()
+    path = write(tmp_path, w.to_bytes(segment_records=2))
+    seen: list[int] = []
+    hprof.read_graph(path, on_bytes=seen.append)
+    assert len(seen) > 2 and all(n > 0 for n in seen)
+    assert sum(seen) == path.stat().st_size

@@ -1,0 +1,57 @@
+"""Accessibility of every page type, checked by axe-core (pinned in tests/js/package.json) in a real
+headless Chromium: no violation of impact "serious" or "critical" on the snapshots, one snapshot,
+one object, the treemap, signing in (with and without a token to ask for) and an error page."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+
+from heapdb.db import Database
+from heapdb.loader import store
+from heapdb.service import pages
+from heapdb.service.app import create_app
+from tests.support.chromium import ChromiumPage
+from tests.support.serving import served
+from tests.support.snapshots import Loaded, load_snapshot
+
+REPO = Path(__file__).resolve().parent.parent
+AXE = REPO / "tests" / "js" / "node_modules" / "axe-core" / "axe.min.js"
+IMPACTS = ("serious", "critical")
+
+
+@pytest.fixture(scope="module")
+def loaded(database: Database, leak_snapshot: Path):
+    snapshot = load_snapshot(database, leak_snapshot, "a11y")
+    yield snapshot
+    store.drop(database, snapshot.tag)
+
+
+def test_every_page_type_passes_axe(database: Database, loaded: Loaded) -> None:
+    assert AXE.is_file(), f"{AXE} is missing: run scripts/bootstrap.sh (npm ci in tests/js)"
+    with served(create_app(token="")) as port, ChromiumPage("about:blank", timeout=90) as browser:
+        base = f"http://127.0.0.1:{port}"
+        snapshot = pages.page_path(pages.SNAPSHOT, tag=loaded.tag)
+        top = httpx.get(base + snapshot + pages.JSON_SUFFIX).json()["top"][0]["id"]
+        treemap = pages.page_path(pages.TREEMAP, tag=loaded.tag)
+        seen: dict[str, list[str]] = {}
+        for name, url in {
+            "snapshots": "/",
+            "snapshot": snapshot,
+            "object": pages.object_page(loaded.tag, top),
+            "treemap": treemap,
+            "treemap descended": pages.treemap_page(loaded.tag, top),
+            "login": pages.LOGIN,
+            "error": pages.page_path(pages.SNAPSHOT, tag="no such tag"),
+        }.items():
+            browser.goto(base + url)
+            seen[name] = browser.accessibility_violations(AXE, IMPACTS)
+        problems = [p for p in browser.problems if "404" not in p]  # the error page's own status
+    with served(create_app(token="s3cret")) as port, ChromiumPage("about:blank", timeout=90) as browser:
+        browser.goto(f"http://127.0.0.1:{port}{pages.LOGIN}")
+        seen["login form"] = browser.accessibility_violations(AXE, IMPACTS)
+    found = [f"{name}: {violation}" for name, violations in seen.items() for violation in violations]
+    assert not found, "\n".join(found)
+    assert problems == []
