@@ -27,7 +27,6 @@ import argparse
 import csv
 import os
 import shutil
-import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -39,6 +38,7 @@ from benchmarks.synth import parse_count, synth_graph
 from heapdb import db, neo4j_server
 from heapdb.loader import analysis, formats, store
 from heapdb.loader.graph import EDGE_KIND_NAMES, HeapGraph
+from heapdb.loader.store import admin_import
 
 
 def write_csvs(graph: HeapGraph, result: analysis.Analysis, directory: Path, admin_headers: bool) -> tuple[Path, Path]:
@@ -126,31 +126,15 @@ def bench_admin_import(graph: HeapGraph, result: analysis.Analysis, workdir: Pat
     started = time.monotonic()
     nodes, refs = write_csvs(graph, result, workdir, admin_headers=True)
     csv_seconds = time.monotonic() - started
-    home = workdir / "admin-home"
-    (home / "conf").mkdir(parents=True, exist_ok=True)
-    (home / "conf" / "neo4j.conf").write_text(
-        f"server.directories.data={home / 'data'}\nserver.directories.logs={home / 'logs'}\n"
-    )
-    env = {**os.environ, "NEO4J_HOME": str(home), "NEO4J_CONF": str(home / "conf")}
-    command = [
-        neo4j_server.java_executable(),
-        "-Xmx4g",
-        "-cp",
-        os.pathsep.join(neo4j_server.classpath()),
-        neo4j_server.ADMIN_TOOL,
-        "database",
-        "import",
-        "full",
-        f"--nodes=Object={nodes}",
-        f"--relationships={refs}",
-        "--overwrite-destination=true",
-        "--id-type=integer",
-        f"--report-file={workdir / 'import.report'}",
+    seconds = admin_import.run_import(
+        admin_import.scratch_home(workdir),
         "bench",
-    ]
-    started = time.monotonic()
-    subprocess.run(command, env=env, check=True, capture_output=True, text=True)
-    return csv_seconds, time.monotonic() - started
+        [f"--nodes=Object={nodes}", f"--relationships={refs}"],
+        workdir / "import.report",
+        heap="4g",
+        overwrite=True,
+    )
+    return csv_seconds, seconds
 
 
 def main() -> None:

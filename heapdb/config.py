@@ -50,6 +50,13 @@ def cache_dir() -> Path:
     return _xdg("XDG_CACHE_HOME", ".cache") / APP
 
 
+def spool_dir() -> Path:
+    """``HEAPDB_SPOOL_DIR``, else ``$XDG_DATA_HOME/heapdb/spool``: snapshots uploaded to the service,
+    kept until their load ends. On a disk with room for the largest upload times HEAPDB_MAX_LOADS."""
+    value = os.environ.get("HEAPDB_SPOOL_DIR")
+    return Path(value) if value else data_dir() / "spool"
+
+
 def config_file() -> Path:
     return config_dir() / "config.toml"
 
@@ -94,6 +101,17 @@ class Connection:
     def describe(self) -> str:
         kind = "managed Neo4j" if self.managed else "Neo4j"
         return f"{kind} at {self.uri} (database {self.database}, user {self.user})"
+
+    def environment(self) -> dict[str, str]:
+        """The variables that make a child ``heapdb`` process (:func:`connection`) reach this Neo4j,
+        without a progress bar (nobody watches its terminal)."""
+        return {
+            "NEO4J_URI": self.uri,
+            "NEO4J_USER": self.user,
+            "NEO4J_PASSWORD": self.password,
+            "NEO4J_DATABASE": self.database,
+            "HEAPDB_PROGRESS": "0",
+        }
 
 
 def load_file() -> dict[str, Any]:
@@ -182,3 +200,44 @@ def connection() -> Connection:
         password=managed.password,
         managed=True,
     )
+
+
+# Retention on a schedule (`heapdb serve`): see docs/operations.md.
+PRUNE_KEEP_LAST = "HEAPDB_PRUNE_KEEP_LAST"  # keep this many newest snapshots full; setting it turns pruning on
+PRUNE_KEEP_TAGS = "HEAPDB_PRUNE_KEEP_TAGS"  # comma-separated globs of tags kept full (e.g. release-*,v*)
+PRUNE_EVERY = "HEAPDB_PRUNE_EVERY"  # seconds between prunes
+DEFAULT_PRUNE_EVERY = 3600.0
+
+
+@dataclass(frozen=True)
+class PruneSchedule:
+    """What the service prunes, and how often (see :func:`prune_schedule`)."""
+
+    keep_last: int
+    keep_tags: tuple[str, ...] = ()
+    every: float = DEFAULT_PRUNE_EVERY
+
+
+def prune_schedule() -> PruneSchedule | None:
+    """The scheduled prune the environment asks for, or None when ``HEAPDB_PRUNE_KEEP_LAST`` is unset."""
+    keep_last = os.environ.get(PRUNE_KEEP_LAST, "").strip()
+    if not keep_last:
+        return None
+    every = os.environ.get(PRUNE_EVERY, "").strip() or str(DEFAULT_PRUNE_EVERY)
+    try:
+        schedule = PruneSchedule(
+            keep_last=int(keep_last),
+            keep_tags=tuple(g.strip() for g in os.environ.get(PRUNE_KEEP_TAGS, "").split(",") if g.strip()),
+            every=float(every),
+        )
+    except ValueError as e:
+        raise ConfigError(
+            f"{PRUNE_KEEP_LAST} must be a whole number and {PRUNE_EVERY} a number of seconds "
+            f"(got {keep_last!r} and {every!r})"
+        ) from e
+    if schedule.keep_last < 1 or not schedule.every > 0:
+        raise ConfigError(
+            f"{PRUNE_KEEP_LAST} must be at least 1 and {PRUNE_EVERY} more than 0 seconds "
+            f"(got {schedule.keep_last} and {schedule.every:g})"
+        )
+    return schedule

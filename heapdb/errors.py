@@ -66,10 +66,45 @@ class ReferencesLoading(HeapdbError):
     http_status = 409
 
 
+class SummaryOnly(HeapdbError):
+    """A question that reads objects, asked of a snapshot pruned to its summaries (``heapdb prune``).
+
+    410 Gone: the objects existed and were deliberately freed; asking again will not bring them back.
+    """
+
+    http_status = 410
+
+
 class LoadError(HeapdbError):
     """A load that cannot start: the tag is taken, or another process is loading it right now."""
 
     http_status = 409
+
+
+class RebuildError(HeapdbError):
+    """``heapdb rebuild`` refused or failed (its files, its tags, a Neo4j it cannot rebuild, the
+    import); a rebuild that failed once the old store was moved aside has put it back."""
+
+    http_status = 409
+
+
+class UploadError(HeapdbError):
+    """A snapshot sent to the service (``POST /api/snapshots``, ``heapdb push``) that it refuses:
+    not a snapshot format, a compressed stream that ends early, an empty body, a bad tag."""
+
+    http_status = 422
+
+
+class UploadTooLarge(UploadError):
+    """An upload over the service's size limit (``HEAPDB_MAX_UPLOAD_BYTES``)."""
+
+    http_status = 413
+
+
+class UnsupportedEncoding(UploadError):
+    """An upload compressed with something the service cannot undo (it takes gzip and zstd)."""
+
+    http_status = 415
 
 
 class FormatError(HeapdbError):

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -11,6 +13,13 @@ from tqdm import tqdm
 
 # A reader's progress callback: called with the number of bytes consumed since its last call.
 ByteProgress = Callable[[int], None]
+
+# When set, every bar also keeps this file up to date with one JSON object, {"phase": its
+# description, "done": n, "total": total or null}: how the service follows a load it runs as a child
+# process (heapdb.service.jobs), whatever the terminal. Rewritten whole (atomically) at most every
+# MIRROR_SECONDS, so a reader never sees half a line.
+PROGRESS_FILE_VARIABLE = "HEAPDB_PROGRESS_FILE"
+MIRROR_SECONDS = 0.5
 
 
 def enabled() -> bool:
@@ -34,4 +43,35 @@ def bar(description: str, total: int | None = None, unit: str = "it", unit_scale
         dynamic_ncols=True,
         leave=True,
     ) as b:
+        mirror = os.environ.get(PROGRESS_FILE_VARIABLE)
+        if mirror:
+            _mirror_to(mirror, b, description, total)
         yield b
+
+
+def _mirror_to(path: str, b: tqdm, description: str, total: int | None) -> None:
+    """Make ``b.update`` also write the bar's state to ``path`` (a disabled tqdm counts nothing itself)."""
+    update = b.update
+    done = 0
+    written = 0.0
+
+    def write() -> None:
+        state = json.dumps({"phase": description, "done": done, "total": total})
+        tmp = f"{path}.tmp"
+        try:
+            with open(tmp, "w") as f:
+                f.write(state)
+            os.replace(tmp, path)
+        except OSError:  # progress is a courtesy: never fail the work over it
+            pass
+
+    def mirrored(n: float | None = 1) -> bool | None:
+        nonlocal done, written
+        done += int(n or 0)
+        if time.monotonic() - written >= MIRROR_SECONDS:
+            written = time.monotonic()
+            write()
+        return update(n)
+
+    write()
+    setattr(b, "update", mirrored)  # noqa: B010 - an instance attribute, where mypy refuses method assignment

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from heapdb import units
 from heapdb.loader.graph import ROOT_NAME
+from heapdb.loader.sources import FRAME_SEPARATOR
 from heapdb.queries.results import (
     Diff,
     DominatorChain,
@@ -60,6 +61,22 @@ def describe(o: ObjectInfo) -> str:
     return f"{shown} ({human_bytes(o.self_size)}, retained {human_bytes(o.retained_size)}) @{o.id}"
 
 
+def source_lines(o: ObjectInfo, indent: str) -> list[str]:
+    """Where the object comes from, where the snapshot records it: its script position and its
+    allocation stack (innermost first), one line each."""
+    lines = []
+    if o.location:
+        lines.append(f"{indent}at {o.location}")
+    if o.allocated_at:
+        lines.append(f"{indent}allocated at {o.allocated_at}")
+    return lines
+
+
+def short_location(location: str, width: int = 60) -> str:
+    """A location cut from the left to ``width`` characters: the file's name and line stay."""
+    return location if len(location) <= width else "…" + location[-(width - 1) :]
+
+
 def reference_label(r: Reference) -> str:
     """A reference's name as people read it: element indexes as ``[3]``."""
     if r.kind in ("element", "hidden") and r.name.isdigit():
@@ -70,6 +87,7 @@ def reference_label(r: Reference) -> str:
 def why_text(answer: WhyAlive) -> str:
     """Each path as an indented chain from the root: ``--[name]--> Type name (self, retained)``."""
     lines = [f"why is {describe(answer.target)} alive? (snapshot {answer.tag})"]
+    lines += source_lines(answer.target, "  ")
     ignored = {k: v for k, v in answer.ignored.items() if v}
     if ignored:
         lines.append("ignoring " + "; ".join(f"{k}: {', '.join(map(str, v))}" for k, v in ignored.items()))
@@ -86,7 +104,8 @@ def why_text(answer: WhyAlive) -> str:
         lines.append(f"  {describe(path.objects[0])}")
         for reference, held in zip(path.references, path.objects[1:]):
             weak = " (weak)" if reference.weak else ""
-            lines.append(f"    --[{reference_label(reference)}]-->{weak} {describe(held)}")
+            at = f"  at {held.location}" if held.location else ""
+            lines.append(f"    --[{reference_label(reference)}]-->{weak} {describe(held)}{at}")
     return "\n".join(lines)
 
 
@@ -192,6 +211,10 @@ def object_diff_text(answer: ObjectDiff) -> str:
                     f"  {short_name(t.type)} @{s.id}: self {human_bytes(s.self_size)}, retained {human_bytes(s.retained_size)}"
                     f"  ({why_command(s.why)})"
                 )
+                if s.location:
+                    lines.append(f"    at {s.location}")
+                if s.allocated_at:
+                    lines.append(f"    allocated at {s.allocated_at}")
     return "\n".join(lines)
 
 
@@ -248,6 +271,10 @@ def leaks_text(answer: Leaks) -> str:
 
 def _cluster_lines(c: LeakCluster) -> list[str]:
     lines = [f"    held by: {c.path}"]
+    if c.location:
+        lines.append(f"    at {c.location}")
+    if c.allocated_at:
+        lines.append(f"    allocated at {c.allocated_at}")
     if c.verdict:
         lines.append(f"    verdict: {c.verdict}")
     lines.append(f"    e.g. ids {', '.join(map(str, c.sample_ids))}; why: {why_command(c.why)}")
@@ -281,6 +308,7 @@ def suspects_text(answer: Suspects) -> str:
     for i, s in enumerate(answer.objects, 1):
         a = s.accumulation
         lines.append(f"{i:>2}. {describe(s.object)}: {s.share:.1%} of the heap")
+        lines += source_lines(s.object, "    ")
         lines.append(f"    why: {why_command(s.why)}")
         if a.depth == 0:
             where = "is its own accumulation point"
@@ -313,6 +341,7 @@ def object_text(answer: ObjectDetails) -> str:
         + (", detached" if o.detached else "")
         + (", the snapshot's root" if o.root else ""),
     ]
+    lines += source_lines(o, "  ")
     if o.verdict:
         lines.append(f"  verdict: {o.verdict}")
     if o.known_leak:
@@ -410,6 +439,10 @@ def node_label(o: ObjectInfo) -> str:
     if name and name != o.type:
         lines.append(name)
     lines.append(f"@{o.id}  self {human_bytes(o.self_size)}  retained {human_bytes(o.retained_size)}")
+    if o.location:
+        lines.append("at " + short_location(o.location))
+    elif o.allocated_at:  # the allocating frame: the rest of the stack is too long for a label
+        lines.append("allocated in " + short_location(o.allocated_at.split(FRAME_SEPARATOR)[0]))
     return "\n".join(lines)
 
 

@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from heapdb.loader.sources import AllocationTraces, SourceLocations
+
 
 class EdgeKind(IntEnum):
     """What a reference is. V8's edge types, plus plain strong references for runtimes without them."""
@@ -96,6 +98,9 @@ class HeapGraph:
     root: int = 0
     detachedness: np.ndarray | None = None  # uint8[n], a Detachedness, when the format records it
     meta: dict[str, Any] = field(default_factory=dict)
+    # Where objects come from, when the format records it (heapdb.loader.sources); None: unknown.
+    locations: SourceLocations | None = None
+    allocations: AllocationTraces | None = None
 
     @property
     def node_count(self) -> int:
@@ -188,6 +193,10 @@ class HeapGraph:
         sorted_ids = np.sort(self.ids)
         if n > 1 and bool((sorted_ids[1:] == sorted_ids[:-1]).any()):
             raise ValueError("object ids are not unique")
+        if self.locations is not None:
+            self.locations.validate(n, strings)
+        if self.allocations is not None:
+            self.allocations.validate(n, strings)
 
 
 _SLICE = 1 << 20

@@ -32,6 +32,8 @@ class ObjectRow:
     retained_size: int
     retained_count: int
     distance: int
+    location: str | None = None  # its script position, where the snapshot records it
+    allocated_at: str | None = None  # its allocation stack, innermost first, where recorded
 
     @classmethod
     def of(cls, graph: HeapGraph, result: Analysis, node: int) -> ObjectRow:
@@ -43,6 +45,8 @@ class ObjectRow:
             retained_size=int(result.retained_size[node]),
             retained_count=int(result.retained_count[node]),
             distance=int(result.distance[node]),
+            location=graph.locations.text(graph.strings, node) if graph.locations is not None else None,
+            allocated_at=graph.allocations.text(graph.strings, node) if graph.allocations is not None else None,
         )
 
 

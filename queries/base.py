@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 from heapdb.db import Database
 from heapdb.errors import NotFound, OutdatedSnapshot
 from heapdb.loader.store import STORE_VERSION, Snapshot
+from heapdb.loader.store.prune import summary_only
 from heapdb.queries import catalog
 from heapdb.queries.cache import AnswerCache
 from heapdb.queries.params import DEFAULT_TIMEOUT
@@ -49,13 +50,22 @@ class Asking:
         """The ready snapshots, oldest first."""
         return [Snapshot.from_properties(row["snapshot"]) for row in self._run("snapshots")]
 
-    def snapshot(self, ref: SnapshotRef) -> Snapshot:
-        """The ready snapshot with this tag, or :class:`NotFound` / :class:`OutdatedSnapshot`."""
+    def snapshot(self, ref: SnapshotRef, *, objects: bool = False) -> Snapshot:
+        """The ready snapshot with this tag, or :class:`NotFound` / :class:`OutdatedSnapshot`.
+
+        A question that reads objects (not only the stored type and path groups) says ``objects=True``:
+        a pruned snapshot (``heapdb prune``) then raises :class:`SummaryOnly`, whether it was named by
+        tag or by record. This is the one place that check is made.
+        """
         if isinstance(ref, Snapshot):
-            return ref
-        if self.cache is not None:
-            return self.cache.recent(("snapshot", ref), TAG_LOOKUP_SECONDS, lambda: self._look_up(ref))
-        return self._look_up(ref)
+            found = ref
+        elif self.cache is not None:
+            found = self.cache.recent(("snapshot", ref), TAG_LOOKUP_SECONDS, lambda: self._look_up(ref))
+        else:
+            found = self._look_up(ref)
+        if objects and found.summary:
+            raise summary_only(found)
+        return found
 
     def _look_up(self, ref: str) -> Snapshot:
         rows = self._run("snapshot", tag=ref)

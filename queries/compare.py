@@ -29,7 +29,7 @@ from heapdb.queries.results import (
     Turnover,
 )
 
-ADDRESS_ID_FORMATS = ("luau", "snapbin")  # formats whose object ids are (or may be) addresses
+ADDRESS_ID_FORMATS = ("luau", "snapbin", "hprof")  # formats whose object ids are (or may be) addresses
 RETYPED_SHARE = 0.01  # above this share of shared ids changing type, ids are not taken as stable
 
 
@@ -49,7 +49,8 @@ class CompareQuestions(Asking):
 
         Remembered per pair of snapshot loads when a cache is set, as every cross-snapshot answer is
         (loads never change, so neither do these answers)."""
-        old, new = self.snapshot(before), self.snapshot(after)
+        by_object = p.by == "object"  # by type or path reads the stored groups only: summaries answer
+        old, new = self.snapshot(before, objects=by_object), self.snapshot(after, objects=by_object)
 
         def compute() -> Diff | ObjectDiff:
             return self.diff_objects(old, new, p) if p.by == "object" else self.diff_groups(old, new, p)
@@ -93,7 +94,7 @@ class CompareQuestions(Asking):
         name objects of different types (see :meth:`id_check`). Both snapshots are read once as
         columns (stored query ``object-columns``) and joined here.
         """
-        old_snapshot, new_snapshot = self.snapshot(before), self.snapshot(after)
+        old_snapshot, new_snapshot = self.snapshot(before, objects=True), self.snapshot(after, objects=True)
         old, new = self._both_columns(old_snapshot, new_snapshot)
         check, warnings = self._id_warnings(old_snapshot, new_snapshot, old, new)
         candidate, _same_id, survived = pair(old, new)
@@ -123,8 +124,18 @@ class CompareQuestions(Asking):
         fresh = fresh[np.lexsort((new.ids[fresh], -new.retained_size[fresh], new_type[fresh]))]
         first = np.searchsorted(new_type[fresh], np.arange(len(names)))
 
+        shown = order[: p.limit]
+        picks = {
+            int(t): fresh[first[t] : first[t] + min(p.samples, int(figures[0, t]))].tolist() for t in shown.tolist()
+        }
+        # Where the samples come from (source locations, allocation stacks): one read for them all.
+        sample_ids = [int(new.ids[i]) for picked in picks.values() for i in picked]
+        sources = {
+            r["object"]["id"]: r["object"]
+            for r in (self._run("objects-brief", tag=new_snapshot.tag, ids=sample_ids) if sample_ids else [])
+        }
+
         def turnover(t: int) -> Turnover:
-            picked = fresh[first[t] : first[t] + min(p.samples, int(figures[0, t]))]
             samples = [
                 Sample(
                     int(new.ids[i]),
@@ -132,8 +143,10 @@ class CompareQuestions(Asking):
                     int(new.self_size[i]),
                     int(new.retained_size[i]),
                     ObjectRef(new_snapshot.tag, int(new.ids[i])),
+                    location=sources.get(int(new.ids[i]), {}).get("location"),
+                    allocated_at=sources.get(int(new.ids[i]), {}).get("allocated_at"),
                 )
-                for i in picked
+                for i in picks[t]
             ]
             return Turnover(names[t], *_figures(figures[:, t]), samples=samples)
 
@@ -142,7 +155,7 @@ class CompareQuestions(Asking):
             before=old_snapshot.tag,
             after=new_snapshot.tag,
             by="object",
-            types=[turnover(int(t)) for t in order[: p.limit]],
+            types=[turnover(int(t)) for t in shown],
             total=total,
             check=check,
             warnings=warnings,
@@ -156,7 +169,7 @@ class CompareQuestions(Asking):
         different type (ids reused, or two processes). Counted are the objects the root reaches in
         each snapshot, the root and synthetic root kinds aside.
         """
-        old, new = self.snapshot(before), self.snapshot(after)
+        old, new = self.snapshot(before, objects=True), self.snapshot(after, objects=True)
         return self._id_warnings(old, new, *self._both_columns(old, new))
 
     def _both_columns(self, before: Snapshot, after: Snapshot) -> tuple[ObjectColumns, ObjectColumns]:
@@ -209,7 +222,11 @@ class CompareQuestions(Asking):
         from baseline to target and did not give them back in final (count in final >= count in
         target), ranked by the growth of their retained size from baseline to final; needs no stable ids.
         """
-        base, middle, last = (self.snapshot(ref) for ref in (baseline, target, final))
+        # By path, baseline and target answer from their path groups (summaries do); final's objects
+        # give each cluster its type and samples. By id, every snapshot's objects are matched.
+        by_id = p.by == "id"
+        base, middle = (self.snapshot(ref, objects=by_id) for ref in (baseline, target))
+        last = self.snapshot(final, objects=True)
         return self._cached(base, ("leaks", middle.sid, last.sid, p), lambda: self._leaks(base, middle, last, p))
 
     def _leaks(self, base: Snapshot, middle: Snapshot, last: Snapshot, p: params.Leaks) -> Leaks:
@@ -240,6 +257,8 @@ class CompareQuestions(Asking):
                 counts=r.get("counts"),
                 known_leak=None if reason is None else KnownLeak(reason, links.get(reason)),
                 verdict=r.get("verdict"),
+                location=r.get("location"),
+                allocated_at=r.get("allocated_at"),
             )
 
         return Leaks(

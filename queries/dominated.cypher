@@ -7,6 +7,6 @@ MATCH (s:Snapshot {tag: $tag, status: 'ready'})
 UNWIND $ids AS parent_id
 MATCH (child:Object {sid: s.sid, dom: parent_id})
 RETURN parent_id AS parent,
-       child {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached, .verdict, .known_leak} AS child
+       child {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached, .verdict, .known_leak, .location, .allocated_at} AS child
 ORDER BY child.retained_size DESC, child.id
 LIMIT $limit

@@ -34,8 +34,10 @@ WITH f, o, d.path_sig = o.path_sig AS nested, h IS NOT NULL AS held
 WHERE NOT held
 WITH f, o.path_sig AS sig, o.known_leak AS known_leak, count(*) AS objects, sum(o.self_size) AS self_size,
      sum(CASE WHEN nested THEN 0 ELSE o.retained_size END) AS retained_size, collect(o.id)[..5] AS sample_ids,
-     collect(o.type)[0] AS type, collect(o.verdict)[0] AS verdict
+     collect(o.type)[0] AS type, collect(o.verdict)[0] AS verdict,
+     collect(o.location)[0] AS location, collect(o.allocated_at)[0] AS allocated_at
 MATCH (g:PathGroup {sid: f.sid, sig: sig})
-RETURN sig, g.path AS path, g.hops AS hops, type, objects, self_size, retained_size, sample_ids, known_leak, verdict
+RETURN sig, g.path AS path, g.hops AS hops, type, objects, self_size, retained_size, sample_ids, known_leak, verdict,
+       location, allocated_at
 ORDER BY retained_size DESC, objects DESC, sig
 LIMIT $limit

@@ -16,11 +16,13 @@ here: the CLI takes it as arguments, REST as the URL's path, Python callers as p
 
 from __future__ import annotations
 
+import os
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from heapdb.errors import ParameterError
+from heapdb.errors import ConfigError, ParameterError
+from heapdb.queries.thresholds import parse_threshold
 
 MAX_K = 10  # retainer paths per why-alive answer
 MAX_DEPTH = 20  # levels of a dominated subtree
@@ -28,6 +30,27 @@ MAX_LIMIT = 1000  # rows of a list of objects, nodes of a subtree (the stored ra
 MAX_GROUP_LIMIT = 10_000  # rows of a list of types or retainer paths
 MAX_SAMPLES = 20  # example objects per row
 DEFAULT_TIMEOUT = 30.0  # seconds per query
+TIMEOUT_VARIABLE = "HEAPDB_QUERY_TIMEOUT"  # the services' default for it
+TIMEOUT_RANGE = (0.1, 3600.0)
+
+
+def query_timeout(timeout: float | None = None) -> float:
+    """Seconds a service's query may run: ``timeout`` when given, else ``HEAPDB_QUERY_TIMEOUT``, else
+    :data:`DEFAULT_TIMEOUT`."""
+    if timeout is not None:
+        return timeout
+    text = os.environ.get(TIMEOUT_VARIABLE)
+    if not text:
+        return DEFAULT_TIMEOUT
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not TIMEOUT_RANGE[0] <= value <= TIMEOUT_RANGE[1]:
+        raise ConfigError(
+            f"{TIMEOUT_VARIABLE}={text!r}: expected seconds from {TIMEOUT_RANGE[0]} to {TIMEOUT_RANGE[1]:.0f}"
+        )
+    return value
 
 
 class Params(BaseModel):
@@ -135,6 +158,34 @@ class Suspects(Params):
         description="Descend to the accumulation point through children holding at least this share of their parent.",
     )
     limit: int = Field(20, ge=1, le=MAX_LIMIT, description="Objects and types to show, each.")
+
+
+class Gate(Params):
+    stored = ("gate-paths",)
+    # Text, not bytes: "10MB" and "5%" are what people write in a CI file; heapdb.queries.gate parses them.
+    max_growth: str = Field(
+        "10%",
+        description="A retainer path that grew by more than this fails the gate: bytes (e.g. 2MB, 500KiB, 1048576) "
+        "or a percentage of the baseline's reachable heap (e.g. 5%).",
+    )
+    min_bytes: int = Field(
+        256 * 1024,
+        ge=1,
+        description="A retainer path new in the candidate is a leak when it retains at least this many bytes "
+        "(the noise floor).",
+    )
+    fail_on: tuple[Literal["new-leaks", "growth", "suspects"], ...] = Field(
+        ("new-leaks", "growth"),
+        description="What fails the gate (repeatable): new leak signatures, growth past --max-growth, "
+        "leak suspects (by type) the baseline did not have.",
+    )
+    limit: int = Field(20, ge=1, le=MAX_LIMIT, description="Findings to list per kind.")
+
+    @field_validator("max_growth")
+    @classmethod
+    def _threshold(cls, value: str) -> str:
+        parse_threshold(value)  # refused here, before any database is asked
+        return value.strip()
 
 
 class Lifelines(Params):

@@ -16,6 +16,7 @@ from heapdb.loader.analysis import views
 from heapdb.queries import params
 from heapdb.queries.base import SnapshotRef
 from heapdb.queries.compare import CompareQuestions
+from heapdb.queries.gate import GateQuestions
 from heapdb.queries.params import MAX_LIMIT
 from heapdb.queries.results import ObjectInfo
 from heapdb.queries.single import SnapshotQuestions
@@ -29,7 +30,7 @@ class DominatedLargest(NamedTuple):
     largest: list[ObjectInfo]  # largest retained size first
 
 
-class Questions(SnapshotQuestions, CompareQuestions, SuspectQuestions):
+class Questions(SnapshotQuestions, CompareQuestions, GateQuestions, SuspectQuestions):
     """Every question, bound to one database, a per-query timeout and optionally a cache:
     ``Questions(database).why_alive("build123", 4711)``."""
 
@@ -40,7 +41,7 @@ class Questions(SnapshotQuestions, CompareQuestions, SuspectQuestions):
         largest of those retaining at least its ``min_sizes`` entry: one level of a treemap, in one
         round trip (stored query ``dominated-largest``). What is not listed retains the parent's
         retained size less its self size less the listed children's."""
-        snapshot = self.snapshot(ref)
+        snapshot = self.snapshot(ref, objects=True)
         if not ids:
             return {}
 
@@ -64,7 +65,7 @@ class Questions(SnapshotQuestions, CompareQuestions, SuspectQuestions):
         counts per step: the stored ``path_sig`` grouped per path (stored query ``lifelines``, over
         the type's stored listing when there is one), merged as :func:`heapdb.loader.analysis.views.lifelines`
         merges a file's, so the two answers are equal."""
-        snapshot = self.snapshot(ref)
+        snapshot = self.snapshot(ref, objects=True)
 
         def compute() -> views.Lifelines:
             listing = self._cached(
@@ -88,7 +89,7 @@ class Questions(SnapshotQuestions, CompareQuestions, SuspectQuestions):
     def heapdomstats(self, ref: SnapshotRef, p: params.HeapDomStats) -> views.HeapDomStats:
         """Per type, the objects whose immediate dominator is the root or a root group (stored query
         ``heapdomstats``), as :func:`heapdb.loader.analysis.views.heapdomstats` lists a file's."""
-        snapshot = self.snapshot(ref)
+        snapshot = self.snapshot(ref, objects=True)
 
         def compute() -> views.HeapDomStats:
             rows = self._run("heapdomstats", tag=snapshot.tag, limit=p.limit)

@@ -37,6 +37,8 @@ class ObjectInfo:
     root: bool = False
     verdict: str | None = None  # a verdict rule's note on the object (docs/rules.md)
     known_leak: str | None = None  # the reason of the known leak the object is part of
+    location: str | None = None  # its script position, file:line:column (docs/data-model.md)
+    allocated_at: str | None = None  # its allocation stack, innermost frame first, where recorded
 
     @classmethod
     def from_row(cls, row: dict[str, Any], root_id: int | None = None) -> ObjectInfo:
@@ -54,6 +56,8 @@ class ObjectInfo:
             root=bool(row.get("root")) or (root_id is not None and row["id"] == root_id),
             verdict=row.get("verdict"),
             known_leak=row.get("known_leak"),
+            location=row.get("location"),
+            allocated_at=row.get("allocated_at"),
         )
 
 
@@ -172,6 +176,8 @@ class LeakCluster:
     counts: list[int] | None = None  # by path: objects held this way in baseline, target, final
     known_leak: KnownLeak | None = None  # the known_leak rule that covers it (docs/rules.md)
     verdict: str | None = None  # a verdict rule's note on its objects
+    location: str | None = None  # the script position of one of its objects, where recorded
+    allocated_at: str | None = None  # the allocation stack of one of its objects, where recorded
 
 
 @dataclass(frozen=True)
@@ -205,6 +211,8 @@ class Sample:
     self_size: int
     retained_size: int
     why: ObjectRef
+    location: str | None = None  # its script position, where recorded
+    allocated_at: str | None = None  # its allocation stack, where recorded
 
 
 @dataclass(frozen=True)
@@ -320,6 +328,77 @@ class ObjectDetails:
     outgoing: list[Neighbour]
     incoming_count: int
     outgoing_count: int
+
+
+@dataclass(frozen=True)
+class GateFinding:
+    """One reason a candidate build may fail the gate: a leak signature new in it, a path that grew
+    past the threshold, or a leak suspect type the baseline did not have."""
+
+    kind: str  # "new-leak", "growth" or "suspect"
+    signature: int | None  # the retainer path's signature (None for a suspect type)
+    path: str  # the path as text (for a suspect: its type)
+    hops: list[str]
+    type: str  # the type of the path's largest object
+    objects_before: int
+    objects_after: int
+    bytes_before: int  # retained bytes held this way in the baseline
+    bytes_after: int  # ... and in the candidate
+    why: ObjectRef | None  # the largest object held this way, in the candidate
+    known_leak: str | None = None  # the reason of the rules' known_leak that covers it: reported, never fails
+    fails: bool = True  # whether this finding fails the gate (its kind is in fail_on, it is not known)
+    growth: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "growth", self.bytes_after - self.bytes_before)
+
+
+@dataclass(frozen=True)
+class GateReport:
+    """``heapdb gate``: does the candidate build leak where the baseline did not?"""
+
+    baseline: str
+    candidate: str
+    passed: bool
+    fail_on: list[str]
+    min_bytes: int  # the floor a new path must retain to count
+    max_growth: str  # the threshold as given ("10%", "2MB")
+    growth_bytes: int  # ... in bytes (a percentage is of the baseline's reachable size)
+    reachable_before: int
+    reachable_after: int
+    findings: list[GateFinding]  # those that fail the gate first, largest first
+    known: list[GateFinding] = field(default_factory=list)  # covered by known_leak rules: never fail
+
+    @property
+    def failures(self) -> list[GateFinding]:
+        return [f for f in self.findings if f.fails]
+
+
+@dataclass(frozen=True)
+class SignatureObservation:
+    """A leak signature in one recorded build."""
+
+    build: str
+    tag: str | None  # the snapshot the build was recorded from (it may since have been dropped)
+    retained_size: int
+    objects: int
+    present: bool  # it retained at least the noise floor in that build
+
+
+@dataclass(frozen=True)
+class SignatureHistory:
+    """A leak signature remembered across builds (docs/ci.md): where it came and went."""
+
+    signature: int
+    path: str
+    hops: list[str]
+    type: str
+    status: str  # new, recurring, fixed or known
+    first_seen: str | None  # build names
+    last_seen: str | None
+    grew: list[str]  # the builds where it retained more than in the build before
+    known_leak: str | None
+    observations: list[SignatureObservation] = field(default_factory=list)  # in build order
 
 
 def to_data(answer: Any, link: Callable[[ObjectRef], Any]) -> Any:

@@ -29,7 +29,7 @@ class SnapshotQuestions(Asking):
         self, ref: SnapshotRef, object_id: int, p: params.ObjectDetails = params.ObjectDetails()
     ) -> ObjectDetails:
         """An object with (at most ``p.limit`` of) its incoming and outgoing references."""
-        snapshot = self.snapshot(ref)
+        snapshot = self.snapshot(ref, objects=True)
         rows = self._run("object", tag=snapshot.tag, id=object_id, limit=p.limit)
         if not rows:
             raise self._not_found(snapshot, object_id)
@@ -57,7 +57,7 @@ class SnapshotQuestions(Asking):
         listing (only root, synthetic or unreachable objects have it) is searched object by object
         (stored query ``find``), with the same answer.
         """
-        snapshot = self.snapshot(ref)
+        snapshot = self.snapshot(ref, objects=True)
         listing = self._cached(
             snapshot,
             ("type listing", p.type),
@@ -79,7 +79,7 @@ class SnapshotQuestions(Asking):
 
     def resolve(self, ref: SnapshotRef, type_name: str, name_contains: str = "") -> int:
         """The id of the largest-retaining object of a type whose name contains a text."""
-        snapshot = self.snapshot(ref)
+        snapshot = self.snapshot(ref, objects=True)
         found = self.find(snapshot, params.Find(type=type_name, name_contains=name_contains, limit=1))
         if not found:
             condition = f" whose name contains {name_contains!r}" if name_contains else ""
@@ -98,7 +98,7 @@ class SnapshotQuestions(Asking):
         object, plus its reference. So the paths are distinct in their last hop, like the rows of
         DevTools' retainers view; an object with one retainer has one path whatever ``k`` is.
         """
-        snapshot = self.snapshot(ref)
+        snapshot = self.snapshot(ref, objects=True)
         return self._cached(snapshot, ("why", object_id, p), lambda: self._why_alive(snapshot, object_id, p))
 
     def _why_alive(self, snapshot: Snapshot, object_id: int, p: params.Why) -> WhyAlive:
@@ -164,7 +164,7 @@ class SnapshotQuestions(Asking):
 
     def dominators(self, ref: SnapshotRef, object_id: int) -> DominatorChain:
         """The dominator chain from the root to the object: each one's removal would free it."""
-        snapshot = self.snapshot(ref)
+        snapshot = self.snapshot(ref, objects=True)
         rows = self._run("dominators", tag=snapshot.tag, id=object_id)
         if not rows:
             return DominatorChain(tag=snapshot.tag, target=self._object(snapshot, object_id), chain=[])
@@ -180,7 +180,7 @@ class SnapshotQuestions(Asking):
         or ``p.depth`` levels are done. A child's retained size never exceeds its parent's, so the
         biggest parts of the subtree come first.
         """
-        snapshot = self.snapshot(ref)
+        snapshot = self.snapshot(ref, objects=True)
         target = self._object(snapshot, object_id)
         objects, edges = [target], []
         frontier = [target.id] if target.retained_count > 1 else []
@@ -217,7 +217,7 @@ class SnapshotQuestions(Asking):
 
     def top(self, ref: SnapshotRef, p: params.Top = params.Top()) -> list[ObjectInfo]:
         """The objects with the largest retained size (not the root or its synthetic root kinds)."""
-        snapshot = self.snapshot(ref)
+        snapshot = self.snapshot(ref, objects=True)
 
         def compute() -> list[ObjectInfo]:
             rows = self._run("top", tag=snapshot.tag, type=p.type, limit=p.limit)

@@ -32,7 +32,7 @@ CALL (s, o) {
   OPTIONAL MATCH (child:Object {sid: s.sid, dom: point.id})
   RETURN point, depth, count(child) AS children, coalesce(max(child.retained_size), 0) AS largest_child
 }
-RETURN o {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached, .verdict, .known_leak} AS object,
-       point {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached, .verdict, .known_leak} AS point,
+RETURN o {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached, .verdict, .known_leak, .location, .allocated_at} AS object,
+       point {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached, .verdict, .known_leak, .location, .allocated_at} AS point,
        depth, children, largest_child
 ORDER BY o.retained_size DESC, o.id

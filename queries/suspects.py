@@ -21,7 +21,7 @@ class SuspectQuestions(Asking):
         dominator tree through the child holding at least ``p.ratio`` of its parent's retained size.
         Types: those whose objects together retain at least ``p.share`` of it.
         """
-        snapshot = self.snapshot(ref)
+        snapshot = self.snapshot(ref, objects=True)
         return self._cached(snapshot, ("suspects", p), lambda: self._suspects(snapshot, p))
 
     def _suspects(self, snapshot: Snapshot, p: params.Suspects) -> Suspects:

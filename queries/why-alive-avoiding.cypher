@@ -17,5 +17,5 @@ MATCH (target:Object {sid: s.sid, id: $id})
 MATCH p = shortestPath((root)-[:REF*0..]->(target))
 WHERE all(r IN relationships(p) WHERE NOT r.name IN $ignore_names)
   AND all(n IN nodes(p) WHERE n = target OR n = root OR NOT (n.type IN $ignore_types OR n.id IN $ignore_ids))
-RETURN [n IN nodes(p) | n {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached, .verdict, .known_leak}] AS objects,
+RETURN [n IN nodes(p) | n {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached, .verdict, .known_leak, .location, .allocated_at}] AS objects,
        [r IN relationships(p) | r {.kind, .name}] AS references

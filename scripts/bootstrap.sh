@@ -20,6 +20,8 @@ if [ "$fast" = false ]; then
   command -v node >/dev/null || missing+=(nodejs)
   command -v npm >/dev/null || missing+=(npm)
   command -v chromium >/dev/null || missing+=(chromium)
+  # VisualVM's heap library (a jar, used headless) is the hprof tests' independent oracle.
+  [ -f /usr/share/visualvm/visualvm/modules/org-graalvm-visualvm-lib-jfluid-heap.jar ] || missing+=(visualvm)
 fi
 command -v dot >/dev/null || missing+=(graphviz)
 if ! command -v python3 >/dev/null; then

@@ -3,7 +3,9 @@
 Errors come back as JSON bodies ``{"error": "..."}`` with the status each error class declares in
 :mod:`heapdb.errors` (404 for an unknown snapshot, object or stored query, 422 for bad parameters
 and for queries Neo4j rejects or stops at the timeout, 409 for a snapshot stored by an older heapdb,
-503 when Neo4j cannot be reached), and 401 without the bearer token when ``HEAPDB_API_TOKEN`` is set.
+410 for a question that reads objects asked of a snapshot pruned to its summaries, 503 when Neo4j
+cannot be reached), and 401 without the bearer token when ``HEAPDB_API_TOKEN`` is set. Writes
+(uploads, :mod:`heapdb.service.intake`) need ``HEAPDB_API_WRITE_TOKEN`` (403 when it is unset).
 
 Every answer comes from :class:`heapdb.queries.questions.Questions`, the functions the CLI calls,
 with the parameters declared once in :mod:`heapdb.queries.params`; the URLs are stable
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import sys
 import threading
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
@@ -36,12 +39,12 @@ from starlette.convertors import Convertor, register_url_convertor
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from heapdb import __version__, db, render
+from heapdb import __version__, config, db, render
 from heapdb.errors import HeapdbError, NotFound, ParameterError
 from heapdb.queries import catalog, params, results
 from heapdb.queries.cache import AnswerCache
 from heapdb.queries.questions import Questions
-from heapdb.service import links, pages
+from heapdb.service import intake, links, pages
 
 
 class DatabaseHandle:
@@ -52,8 +55,9 @@ class DatabaseHandle:
     the other requests running on it.
     """
 
-    def __init__(self, connect: Callable[[], db.Database]) -> None:
-        self._connect = connect
+    def __init__(self, connect: Callable[[], db.Database] | None = None) -> None:
+        # By default a short retry window: while Neo4j is away, requests should fail quickly, not hang.
+        self._connect = connect or (lambda: db.connect(start_managed=False, retry_seconds=2.0))
         self._database: db.Database | None = None
         self._lock = threading.Lock()
 
@@ -148,9 +152,10 @@ class Guard:
     tasks and streams, which cost about a tenth of the service's CPU under 50 clients.
     """
 
-    def __init__(self, app: ASGIApp, token: str | None) -> None:
+    def __init__(self, app: ASGIApp, token: str | None, write_token: str | None = None) -> None:
         self.app = app
         self.token = token
+        self.write_token = write_token  # uploads and cancels (see heapdb.service.intake); it reads too
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -176,10 +181,16 @@ class Guard:
 
     def refusal(self, request: Request) -> Response | None:
         path = request.url.path
-        if self.token and path != "/api/health" and not pages.open_to_all(path):
+        if intake.is_write(request.method, path):
+            refused = intake.write_refusal(request.headers.get("authorization", ""), self.token, self.write_token)
+            if refused is not None:
+                return refused
+        elif self.token and path != "/api/health" and not pages.open_to_all(path):
             scheme, _, given = request.headers.get("authorization", "").partition(" ")
             if scheme.lower() == "bearer":
-                allowed = secrets.compare_digest(given.strip().encode(), self.token.encode())
+                allowed = secrets.compare_digest(given.strip().encode(), self.token.encode()) or intake.token_is(
+                    given.strip(), self.write_token
+                )
             else:  # a browser: the token it was given at /login, in a cookie
                 allowed = pages.signed_in(request, self.token)
             if not allowed:
@@ -202,6 +213,21 @@ GRAPH_RESPONSES: dict[int | str, dict[str, Any]] = {200: {"content": {m: {} for 
 GraphFormat = Annotated[Literal["json", "dot", "svg"], Query(description="json, or a drawing: GraphViz dot or SVG")]
 
 
+def _schedule_pruning(app: FastAPI, handle: DatabaseHandle) -> None:
+    """With HEAPDB_PRUNE_KEEP_LAST set, prune on that schedule while the service runs (docs/operations.md)."""
+    schedule = config.prune_schedule()
+    if schedule is None:
+        return
+    from heapdb.loader.store.prune import Scheduler
+
+    def say(message: str) -> None:
+        print(f"heapdb: {message}", file=sys.stderr, flush=True)
+
+    scheduler = Scheduler(schedule, handle.get, say)
+    app.router.on_startup.append(scheduler.start)
+    app.router.on_shutdown.append(scheduler.stop)
+
+
 def create_app(
     connect: Callable[[], db.Database] | None = None,
     *,
@@ -211,7 +237,7 @@ def create_app(
     """Build the app.
 
     ``connect`` opens the database (default: :func:`heapdb.db.connect`); ``timeout`` bounds each
-    query in seconds (default ``HEAPDB_QUERY_TIMEOUT`` or 30); ``token``, when set (default
+    query in seconds (default: :func:`~heapdb.queries.params.query_timeout`); ``token``, when set (default
     ``HEAPDB_API_TOKEN``), must come as ``Authorization: Bearer <token>`` on every ``/api`` call but
     ``/api/health``.
     """
@@ -220,14 +246,13 @@ def create_app(
         version=__version__,
         description="Heap snapshots from many builds in Neo4j: why is this object alive, what leaked, what holds the heap.",
     )
-    # A short retry window: while Neo4j is away, requests should get a 503 quickly, not hang.
-    handle = DatabaseHandle(connect or (lambda: db.connect(start_managed=False, retry_seconds=2.0)))
+    handle = DatabaseHandle(connect)
     app.state.database = handle
-    query_timeout = (
-        timeout if timeout is not None else float(os.environ.get("HEAPDB_QUERY_TIMEOUT", params.DEFAULT_TIMEOUT))
-    )
+    query_timeout = params.query_timeout(timeout)
     api_token = token if token is not None else os.environ.get("HEAPDB_API_TOKEN") or None
+    write_token = os.environ.get("HEAPDB_API_WRITE_TOKEN") or None
     cache = AnswerCache()
+    _schedule_pruning(app, handle)
 
     def questions() -> Questions:
         return Questions(handle.get(), query_timeout, cache)
@@ -384,6 +409,30 @@ def create_app(
         return links.to_json(questions().growth(tag, p))
 
     @app.get(
+        "/api/gate",
+        summary="The CI gate: whether the candidate build leaks where the baseline did not (`passed`); "
+        "never records history (`heapdb gate --record` does)",
+    )
+    def gate(
+        baseline: Annotated[str, Query(min_length=1, description="the baseline build's snapshot tag")],
+        candidate: Annotated[str, Query(min_length=1, description="the candidate build's snapshot tag")],
+        p: Annotated[params.Gate, Query()],
+    ) -> Any:
+        return links.to_json(questions().gate(baseline, candidate, p))
+
+    @app.get("/api/signatures", summary="The remembered leak signatures with their status, first and last build")
+    def leak_signatures(
+        since: Annotated[
+            str | None, Query(min_length=1, description="only those first seen in this build (name or tag) or later")
+        ] = None,
+    ) -> Any:
+        return links.to_json(questions().signatures(since))
+
+    @app.get("/api/signatures/{sig}", summary="One leak signature's history: retained bytes per recorded build")
+    def leak_signature(sig: Annotated[int, FastAPIPath(ge=0, le=2**63 - 1, description="the signature")]) -> Any:
+        return links.to_json(questions().history(sig))
+
+    @app.get(
         links.SNAPSHOT + "/suspects",
         summary="Eclipse MAT-style leak suspects: big objects with their accumulation points, big types",
     )
@@ -425,7 +474,8 @@ def create_app(
         return rulesets.get_rule_set(handle.get(), name, version).as_dict()
 
     pages.add_pages(app, questions, api_token)
-    app.add_middleware(Guard, token=api_token)
+    intake.add_intake(app, handle.get)
+    app.add_middleware(Guard, token=api_token, write_token=write_token)
     app.add_middleware(RouteOnRawPath)  # outermost: before the other middleware and the routing
     return app
 

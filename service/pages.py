@@ -26,6 +26,7 @@ from markupsafe import Markup
 from heapdb import render
 from heapdb.errors import NotFound
 from heapdb.loader.store import list_snapshots
+from heapdb.loader.store.prune import SUMMARY_ANSWERS
 from heapdb.queries import params
 from heapdb.queries.questions import Questions
 from heapdb.service import links
@@ -76,6 +77,7 @@ _templates.globals.update(
     snapshot_page=lambda tag: page_path(SNAPSHOT, tag=tag),
     object_page=object_page,
     api_docs="/docs",
+    summary_answers=SUMMARY_ANSWERS,  # what a pruned snapshot's page says it still answers
 )
 
 
@@ -158,7 +160,8 @@ def add_pages(app: FastAPI, questions: Callable[[], Questions], token: str | Non
         types = ask.types(found, p)
         data = {
             "snapshot": found.as_dict(),
-            "top": ask.top(found, params.Top(limit=TOP_ROWS)),
+            # A pruned snapshot has no objects to rank: its page shows the types and a notice.
+            "top": [] if found.summary else ask.top(found, params.Top(limit=TOP_ROWS)),
             "types": types,
             "sort": p.sort,
             "limit": p.limit,

@@ -10,7 +10,6 @@ import random
 import re
 import shutil
 import struct
-import subprocess
 from collections import deque
 from pathlib import Path
 
@@ -24,8 +23,7 @@ from heapdb.loader.formats import hprof
 from heapdb.loader.graph import EdgeKind, HeapGraph
 from tests.support import hprof_writer as hw
 from tests.support.hprof_writer import INT, LONG, OBJECT, HprofWriter, standard_classes
-
-JAVA_DIR = Path(__file__).parent / "java"
+from tests.support.java import compile_java, dump_leak
 
 
 def write(tmp_path: Path, data: bytes, name: str = "dump.hprof") -> Path:
@@ -443,25 +441,9 @@ def java_dump(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
     if not all(shutil.which(tool) for tool in ("javac", "java", "jcmd")):
         pytest.skip("needs a JDK (javac, java, jcmd)")
     tmp = tmp_path_factory.mktemp("java")
-    subprocess.run(["javac", "-d", str(tmp), str(JAVA_DIR / "Leak.java")], check=True, timeout=120)
-    proc = subprocess.Popen(
-        ["java", "-Xmx64m", "-cp", str(tmp), "Leak", str(SESSIONS)], stdout=subprocess.PIPE, text=True
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        assert line.startswith("ready "), line
-        pid = line.split()[1]
-        dump = tmp / "leak.hprof"
-        # -all: no GC first, so the weakly held payloads are still in the heap; the histogram right
-        # after (also -all, no GC) sees the same objects.
-        subprocess.run(["jcmd", pid, "GC.heap_dump", "-all", str(dump)], check=True, timeout=60, capture_output=True)
-        hist = subprocess.run(
-            ["jcmd", pid, "GC.class_histogram", "-all"], check=True, timeout=60, capture_output=True, text=True
-        ).stdout
-    finally:
-        proc.kill()
-        proc.wait()
+    dump = tmp / "leak.hprof"
+    # -all: no GC first, so the weakly held payloads are still in the heap.
+    hist = dump_leak(compile_java(tmp), SESSIONS, dump, everything=True)
     return dump, histogram(hist)
 
 

@@ -23,6 +23,7 @@ STAGES = {
     "heapdb.config": 0,
     "heapdb.loader": 1,  # the package's docstring only
     "heapdb.loader.graph": 1,  # the arrays every stage shares
+    "heapdb.loader.sources": 1,  # source locations and allocation stacks the graph carries
     "heapdb.loader.formats": 1,  # files <-> arrays
     "heapdb.capture": 1,  # a Python heap -> a snap.bin file
     "heapdb.loader.analysis": 2,
@@ -37,6 +38,7 @@ STAGES = {
     "heapdb.queries": 4,
     "heapdb.render": 5,
     "heapdb.flamegraph": 5,
+    "heapdb.ci_report": 5,  # a gate report as JUnit XML and Markdown
     "heapdb.cli": 6,
     "heapdb.service": 6,
     "heapdb.__main__": 6,

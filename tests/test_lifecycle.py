@@ -12,7 +12,6 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -26,6 +25,7 @@ from heapdb.db import Database
 from heapdb.errors import NotFound
 from heapdb.loader import analysis, store
 from heapdb.loader.store import lifecycle, purge
+from tests.support.purging import no_purger_at_work, purge_log_tail, wait_until
 
 
 def unique_tag(label: str) -> str:
@@ -46,23 +46,6 @@ def records(database: Database, sid: int) -> dict[str, int]:
         "OPTIONAL MATCH (s:Snapshot {sid: $sid}) RETURN objects, references, count(s) AS snapshots",
         {"sid": sid},
     )[0]
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 180) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"not within {timeout:.0f} s; purge.log:\n{purge_log_tail()}"
-        time.sleep(0.5)
-
-
-def purge_log_tail() -> str:
-    path = lifecycle.purge_log()
-    return "\n".join(path.read_text().splitlines()[-20:]) if path.exists() else "(no purge.log)"
-
-
-def no_purger_at_work(database: Database) -> None:
-    """Wait for background purgers started by earlier tests to finish."""
-    wait_until(lambda: database.read("MATCH (p:Purger) RETURN count(p) AS n")[0]["n"] == 0)
 
 
 def dead_pid() -> int:

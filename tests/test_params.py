@@ -36,6 +36,7 @@ FRONT_ENDS = {
     params.Diff: ("diff", "/api/diff/{before}/{after}"),
     params.Leaks: ("leaks", "/api/leaks"),
     params.Growth: ("growth", "/api/growth"),
+    params.Gate: ("gate", "/api/gate"),
     params.Suspects: ("suspects", "/api/snapshots/{tag}/suspects"),
     params.Lifelines: ("lifelines", "/api/snapshots/{tag}/lifelines"),
     params.HeapDomStats: ("heapdomstats", "/api/snapshots/{tag}/heapdomstats"),

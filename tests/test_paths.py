@@ -199,3 +199,34 @@ def test_root_groups_within_root_groups_fold() -> None:
     # A root group directly below the root keeps its name, and sets its objects apart.
     assert describe_path(stack, stack_paths, 6) == "(root) / (Document DOM trees) / [] → Map"
     assert stack_paths.signature[6] != stack_paths.signature[4]
+
+
+def test_transient_root_groups_yield_to_the_programs_own_paths() -> None:
+    """An array a compiler's handle holds directly (V8's "(Handle scope)") is still named by the
+    variable that holds it; what only such a group holds keeps its path through the group."""
+    strings = ["", "(root)", "(GC roots)", "(Stack roots)", "(Handle scope)", "Context", "trail", "Array", "Map"]
+    s = {name: i for i, name in enumerate(strings)}
+    edges = [
+        (0, 1, EdgeKind.ELEMENT, 1),  # (root) → (GC roots)
+        (1, 2, EdgeKind.ELEMENT, 1),  # (GC roots) → (Handle scope), first in the file's order
+        (1, 3, EdgeKind.ELEMENT, 2),  # (GC roots) → (Stack roots)
+        (2, 5, EdgeKind.ELEMENT, 1),  # (Handle scope) → the Array (one hop shorter than the variable)
+        (2, 6, EdgeKind.ELEMENT, 2),  # (Handle scope) → a Map nothing else holds
+        (3, 4, EdgeKind.ELEMENT, 1),  # (Stack roots) → Context
+        (4, 5, EdgeKind.CONTEXT, s["trail"]),  # Context.trail → Array
+    ]
+    graph = make_graph(edges, [0, 0, 0, 0, s["Context"], s["Array"], s["Map"]], strings)
+    graph.kind = np.array([1, 1, 1, 1, 0, 0, 0], dtype=np.uint8)
+    graph.name = np.array([s["(root)"], s["(GC roots)"], s["(Handle scope)"], s["(Stack roots)"], 0, 0, 0], np.int32)
+    graph.node_kinds = ["object", "synthetic"]
+    graph.validate()
+    result = analysis.analyze(graph)
+    paths = first_paths(graph, result.retaining)
+    assert describe_path(graph, paths, 5) == "(root) / (GC roots) / [] → Context / trail → Array"
+    assert result.distance[5] == 3  # the distance is still the shortest path's
+    assert describe_path(graph, paths, 6) == "(root) / (GC roots) / [] → Map"
+    # Without the transient group the same heap reads the same: the signature does not see the handle.
+    plain = [e for e in edges if e[:2] != (2, 5)]
+    other = make_graph(plain, [0, 0, 0, 0, s["Context"], s["Array"], s["Map"]], strings)
+    other.kind, other.name, other.node_kinds = graph.kind, graph.name, graph.node_kinds
+    assert first_paths(other, analysis.analyze(other).retaining).signature[5] == paths.signature[5]

@@ -49,6 +49,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "heapdb.cli.load_cmd",
         "Delete a snapshot (and any leftovers of interrupted loads of it) from the database.",
     ),
+    "gate": (
+        "heapdb.cli.gate_cmd",
+        "Fail when the CANDIDATE build leaks where the BASELINE build did not: a retainer-path "
+        "signature new in the candidate retaining at least --min-bytes, or a path that grew by more than "
+        "--max-growth (bytes such as 2MB, or a percentage of the baseline's reachable heap such as 5%).",
+    ),
     "growth": (
         "heapdb.cli.compare_cmd",
         "Types or retainer paths whose size grew at every step across three or more loaded snapshots "
@@ -62,6 +68,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "heapgraph": (
         "heapdb.cli.heapgraph_cmd",
         "Where a Luau heap dump's objects hang, by path, exactly as Luau's tools/heapgraph.py says.",
+    ),
+    "history": (
+        "heapdb.cli.gate_cmd",
+        "One remembered leak SIGNATURE (as `heapdb gate` prints it) across the recorded builds: its status, "
+        "first and last build it was seen in, the builds where it grew, and its retained bytes per build.",
     ),
     "inspect": (
         "heapdb.cli.formats_cmd",
@@ -81,11 +92,17 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "heapdb.cli.load_cmd",
         "Read a snapshot, compute dominators, retained sizes and distances, and store it in Neo4j.",
     ),
+    "mcp": ("heapdb.cli.mcp_cmd", "Serve heapdb's questions as Model Context Protocol tools, for agents."),
     "neo4j": (
         "heapdb.cli.neo4j_cmd",
         "The Neo4j that heapdb installs and runs itself (Community 5.26 LTS from Maven Central).",
     ),
     "object": ("heapdb.cli.query_cmd", "One object: its details and its incoming and outgoing references."),
+    "prune": (
+        "heapdb.cli.prune_cmd",
+        "Prune old snapshots to their summaries (type and path groups, signatures): keep the newest N "
+        "and tags matching globs full.",
+    ),
     "purge": (
         "heapdb.cli.load_cmd",
         "Free the records of dropped snapshots now, in the foreground, with a progress bar.",
@@ -94,14 +111,28 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "heapdb.cli.query_cmd",
         "List the stored queries and their parameters (run one with `heapdb query NAME`).",
     ),
+    "push": (
+        "heapdb.cli.push_cmd",
+        "Send the snapshot FILE to a heapdb service, which loads it as TAG in the background.",
+    ),
     "query": ("heapdb.cli.query_cmd", "Run a stored query by name and print its rows."),
     "reanalyze": (
         "heapdb.cli.reanalyze_cmd",
         "Analyse a loaded snapshot TAG again (under other rules, or none) from what the database holds.",
     ),
+    "rebuild": (
+        "heapdb.cli.rebuild_cmd",
+        "Replace the managed Neo4j's database with a fresh store of the snapshot FILES, imported offline "
+        "with neo4j-admin (a backlog of builds, a nightly rebuild).",
+    ),
     "retains": ("heapdb.cli.query_cmd", "What an object keeps alive: its dominated subtree, largest first."),
     "rules": ("heapdb.cli.rules_cmd", "Rule sets kept in the database: add, list, show and remove them."),
     "serve": ("heapdb.cli.serve_cmd", "Serve heapdb's questions over HTTP, with OpenAPI docs at /docs."),
+    "signatures": (
+        "heapdb.cli.gate_cmd",
+        "The leak signatures `heapdb gate` remembered, in the order they first appeared, with their status: "
+        "new, recurring, fixed, or known (a known_leak rule covers it).",
+    ),
     "snapshots": (
         "heapdb.cli.load_cmd",
         "List the snapshots in the database: tag, status, format, counts, sizes, load time.",

@@ -38,6 +38,8 @@ def print_report(report: AnalysisReport) -> None:
                 f"  {human_bytes(row.retained_size):>10}  {row.retained_count:>9,}  {row.distance:>4}  "
                 f"{row.id:>12}  {short_name(label, LABEL_WIDTH)}"
             )
+            if row.location:
+                click.echo(f"  {'':>43}at {row.location}")
 
 
 def print_rules(summary: RulesSummary) -> None:

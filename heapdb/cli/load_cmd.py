@@ -126,7 +126,12 @@ def load(
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the snapshots as JSON.")
 def snapshots(show_all: bool, as_json: bool) -> None:
-    """List the snapshots in the database: tag, status, format, counts, sizes, load time."""
+    """List the snapshots in the database: tag, status, format, counts, sizes, load time.
+
+    The graph column says which hold their objects (full) and which only their summaries (pruned
+    by `heapdb prune`: they answer types, diff --by type|path, growth and leaks --by path); in JSON,
+    `summary` and `pruned_at`.
+    """
     from heapdb.loader import store
 
     with db.connect() as database:
@@ -146,16 +151,22 @@ def snapshots(show_all: bool, as_json: bool) -> None:
         click.echo("no snapshots loaded (load one with `heapdb load FILE --tag TAG`)")
         return
     header = (
-        f"{'tag':<24} {'status':<17} {'format':<8} {'objects':>11} {'references':>12} {'total size':>11}  loaded at"
+        f"{'tag':<24} {'status':<17} {'graph':<8} {'format':<8} {'objects':>11} {'references':>12} "
+        f"{'total size':>11}  loaded at"
     )
     click.echo(header)
     for s in listed:
         click.echo(
-            f"{s.tag:<24} {_status(s):<17} {s.format or '':<8} {s.object_count or 0:>11,} "
+            f"{s.tag:<24} {_status(s):<17} {_graph(s):<8} {s.format or '':<8} {s.object_count or 0:>11,} "
             f"{s.reference_count or 0:>12,} {human_bytes(s.total_size or 0):>11}  {s.loaded_at or s.started_at or ''}"
         )
         if s.status == "failed":  # why, so that no ended load is ambiguous
             click.echo(f"  failed at {s.failed_at or '?'}: {s.failure or 'reason unknown'}")
+
+
+def _graph(snapshot: Snapshot) -> str:
+    """Whether the snapshot holds its objects (full) or only its summaries (pruned: `heapdb prune`)."""
+    return "summary" if snapshot.summary else "full"
 
 
 def _status(snapshot: Snapshot) -> str:

@@ -19,7 +19,7 @@ import annotated_types
 import click
 from pydantic.fields import FieldInfo
 
-from heapdb.queries.params import DEFAULT_TIMEOUT, Params
+from heapdb.queries.params import DEFAULT_TIMEOUT, TIMEOUT_RANGE, TIMEOUT_VARIABLE, Params
 from heapdb.queries.results import to_data
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -119,10 +119,20 @@ def write_options(command: F) -> F:
 def timeout_option(f: F) -> F:
     return click.option(
         "--timeout",
-        type=click.FloatRange(0.1, 3600),
+        type=click.FloatRange(*TIMEOUT_RANGE),
         default=DEFAULT_TIMEOUT,
         show_default=True,
         help="Seconds before Neo4j gives up the query.",
+    )(f)
+
+
+def service_timeout_option(f: F) -> F:
+    """``--timeout`` of a long-running server: each query's bound, defaulting to the environment."""
+    return click.option(
+        "--timeout",
+        type=click.FloatRange(*TIMEOUT_RANGE),
+        default=None,
+        help=f"Seconds each query may run (default: {TIMEOUT_VARIABLE}, else {DEFAULT_TIMEOUT:g}).",
     )(f)
 
 

@@ -9,6 +9,7 @@ import socket
 import click
 
 from heapdb.cli import main
+from heapdb.cli.options import service_timeout_option
 from heapdb.errors import ConfigError
 
 
@@ -32,12 +33,7 @@ def loopback_only(host: str) -> bool:
     "--host", default="127.0.0.1", show_default=True, help="Address to bind; loopback unless you mean to share it."
 )
 @click.option("--port", default=8000, show_default=True, type=int, help="Port to listen on.")
-@click.option(
-    "--timeout",
-    type=click.FloatRange(0.1, 3600),
-    default=None,
-    help="Seconds each query may run (default: HEAPDB_QUERY_TIMEOUT, else 30).",
-)
+@service_timeout_option
 @click.option(
     "--workers",
     type=click.IntRange(1, 256),
@@ -55,6 +51,8 @@ def serve(host: str, port: int, timeout: float | None, workers: int, insecure_no
 
     Neo4j is found as for every command (NEO4J_URI, the config file, else the managed instance).
     With HEAPDB_API_TOKEN set, every /api call but /api/health needs `Authorization: Bearer <token>`.
+    Uploads (`heapdb push`, POST /api/snapshots) need HEAPDB_API_WRITE_TOKEN, without which the
+    service takes none; HEAPDB_MAX_LOADS, HEAPDB_MAX_UPLOAD_BYTES and HEAPDB_SPOOL_DIR bound them.
     Without it, only a loopback address (127.0.0.1, ::1, localhost) is served: any other --host is
     refused unless --insecure-no-token says that anyone who can reach it may read every snapshot.
     """

@@ -24,6 +24,8 @@ What the snapshot holds:
   ``2 * index + 1`` (odd, as V8 numbers JavaScript objects) in the written node order; the original
   ids are not carried over. Self sizes above 2^32 - 1 are likewise beyond those tools.
 - ``detachedness`` from the graph, 0 (unknown) when it has none.
+- ``locations`` from the graph's source locations (script id, 0-based line and column), so DevTools
+  links closures to their source. Allocation traces are not written (``trace_tree`` stays empty).
 """
 
 from __future__ import annotations
@@ -141,7 +143,17 @@ def write_heapsnapshot(graph: HeapGraph, path: str | os.PathLike[str]) -> None:
                 block[:, 2] = position[graph.edge_to[edges]] * nf
                 _write_block(out, block, first)
                 first = False
-            out.write('],\n"trace_function_infos":[],\n"trace_tree":[],\n"samples":[],\n"locations":[],\n"strings":[')
+            out.write('],\n"trace_function_infos":[],\n"trace_tree":[],\n"samples":[],\n"locations":[')
+            if graph.locations is not None and graph.locations.node.shape[0]:
+                located = graph.locations
+                block = np.empty((located.node.shape[0], 4), dtype=np.int64)
+                block[:, 0] = position[located.node] * nf
+                # V8 numbers are non-negative: an unknown script id, line or column (-1) becomes 0.
+                block[:, 1] = np.maximum(located.script_id, 0)
+                block[:, 2] = np.maximum(located.line, 0)
+                block[:, 3] = np.maximum(located.column, 0)
+                _write_block(out, block, True)
+            out.write('],\n"strings":[')
             _write_strings(out, graph.strings)
             out.write("]}\n")
         os.replace(partial, path)

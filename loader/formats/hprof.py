@@ -57,21 +57,27 @@ Types: class names with dots (``com.example.Cache``, ``java.util.HashMap$Node``)
 - ``(root)`` -> ``(<kind> roots)`` and ``(<kind> roots)`` -> each rooted object:
   :attr:`EdgeKind.REFERENCE` named by the root kind.
 
-``meta`` also holds ``format_version`` (``1.0.2``), ``id_size`` and ``timestamp_ms``.
+``meta`` also holds ``format_version`` (``1.0.2``), ``id_size``, ``oop_size`` and ``timestamp_ms``.
 
 A reference to an id the dump did not write (a real dump can name objects it skipped) is dropped
 and counted in ``meta["dangling_references"]``; so are roots naming no object. Instances of a class
 with no ``CLASS_DUMP`` keep their node (type ``(unknown class)``) without field edges, counted in
 ``meta["unknown_class_instances"]``.
 
-Shallow sizes follow VisualVM's heap library (``org.graalvm.visualvm.lib.jfluid.heap``,
-``ObjectSizeSettings`` and ``ClassDump``) with its object pointer size taken as the identifier size
-(heapdb does not guess compressed oops): a header of 2 x id size (16 bytes with 8-byte ids, 8 with
-4-byte ids); an instance is header + its field bytes as the ``INSTANCE_DUMP`` gives them (object
-fields count the id size); an array is header + 4 (the length) + length x element size; each rounded
-up to a multiple of 8. A class object is header + its static values, rounded up the same way.
-A 64-bit JVM with compressed oops (the default below 32 GB of heap) has 12-byte headers and 4-byte
-references, so the real sizes there are smaller than these; the dump itself does not say.
+Shallow sizes are the JVM's, computed as VisualVM's heap library does (``org.graalvm.visualvm.lib.
+jfluid.heap``, ``ObjectSizeSettings`` and ``ClassDump``), which matches ``jcmd GC.class_histogram``
+byte for byte except for classes the JVM extends beyond their declared fields (see docs/analysis.md).
+The dump writes every reference with the id size, but a 64-bit JVM with compressed oops (the default
+below 32 GB of heap) keeps 4-byte references and a 4-byte class pointer. The reference ("oop") size
+is read from the dump as VisualVM reads it: the difference of two Unsafe field offsets the JDK keeps
+in static longs (``java.lang.Class$Atomic``'s ``annotationDataOffset`` and ``annotationTypeOffset``,
+else ``java.util.concurrent.FutureTask``'s ``runnerOffset`` and ``waitersOffset``), when it is 4 or
+8; otherwise the id size (always with 4-byte ids). ``meta["oop_size"]`` records it. A header is
+id size + oop size (the mark word and the class pointer: 12 bytes with compressed oops, 16 without,
+8 with 4-byte ids); an instance is header + its fields over the class hierarchy, references at the
+oop size; an array is header + 4 (the length) + length x element size (references at the oop size);
+each rounded up to a multiple of 8. A class object is header + its static values (references at the
+oop size), rounded up the same way (the JVM's mirror is larger; VisualVM lists no class objects).
 
 Android (``1.0.3``): ``HEAP_DUMP_INFO`` (0xFE) switches the current heap (``app``, ``image``,
 ``zygote``...); ``meta["heap"]`` holds each node's heap, the type code of the ``HEAP_DUMP_INFO``
@@ -150,6 +156,13 @@ BASIC_TYPES: dict[int, tuple[str, int]] = {
     11: ("long", 8),
 }
 _TYPE_OBJECT = 2
+_TYPE_LONG = 11
+# Pairs of static fields holding the Unsafe offsets of two adjacent reference fields: their difference
+# is the JVM's reference (oop) size, 4 with compressed oops. VisualVM's heap library guesses the same way.
+_OOP_PROBES = (
+    ("java.lang.Class$Atomic", "annotationDataOffset", "annotationTypeOffset"),
+    ("java.util.concurrent.FutureTask", "runnerOffset", "waitersOffset"),
+)
 _ARRAY_CLASS_BY_TYPE = {4: "[Z", 5: "[C", 6: "[F", 7: "[D", 8: "[B", 9: "[S", 10: "[I", 11: "[J"}
 _DESCRIPTORS = {
     "Z": "boolean",
@@ -691,6 +704,7 @@ class _Reader:
                 ("<protection domain>", domain, EdgeKind.INTERNAL),
             ]
             static_bytes = 0
+            longs: dict[str, int] = {}  # static long values: _oop_size reads two classes' field offsets
             p += 2
             for _ in range(int.from_bytes(raw[p - 2 : p], "big")):
                 t = raw[p + 2]
@@ -706,6 +720,8 @@ class _Reader:
                 if t == _TYPE_OBJECT:
                     value = _signed(raw[p + ids + 1 : p + ids + 1 + size])
                     refs.append((self._string(name_id) or f"(field 0x{name_id:x})", value, EdgeKind.PROPERTY))
+                elif t == _TYPE_LONG:
+                    longs[self._string(name_id) or ""] = _signed(raw[p + ids + 1 : p + ids + 9])
                 static_bytes += size
                 p += ids + 1 + size
             fields = []
@@ -715,7 +731,15 @@ class _Reader:
                 fields.append((self._string(name_id) or f"(field 0x{name_id:x})", raw[p + ids]))
                 p += ids + 1
             classes.append(
-                {"id": cid, "super": sup, "refs": refs, "fields": fields, "static_bytes": static_bytes, "offset": off}
+                {
+                    "id": cid,
+                    "super": sup,
+                    "refs": refs,
+                    "fields": fields,
+                    "static_bytes": static_bytes,
+                    "longs": longs,
+                    "offset": off,
+                }
             )
         return classes
 
@@ -727,7 +751,9 @@ class _Reader:
         self.names = [self._class_name(c["id"]) for c in classes]
         self.parent = [by_id.get(c["super"], -1) if c["super"] else -1 for c in classes]
         own_bytes = [sum(BASIC_TYPES[t][1] or self.id_size for _, t in c["fields"]) for c in classes]
+        own_refs = [sum(t == _TYPE_OBJECT for _, t in c["fields"]) for c in classes]
         field_bytes = np.full(len(classes), -1, dtype=np.int64)
+        ref_fields = np.zeros(len(classes), dtype=np.int64)
         self.reference_kind: list[str | None] = [None] * len(classes)
         for i in range(len(classes)):
             chain = []
@@ -743,13 +769,17 @@ class _Reader:
                 )
             done = j >= 0
             base = int(field_bytes[j]) if done else 0
+            refs = int(ref_fields[j]) if done else 0
             kind = self.reference_kind[j] if done else None
             for k in reversed(chain):
                 base += own_bytes[k]
                 field_bytes[k] = base
+                refs += own_refs[k]
+                ref_fields[k] = refs
                 kind = REFERENCE_KINDS.get(self.names[k], kind)
                 self.reference_kind[k] = kind
         self.field_bytes_ = field_bytes
+        self.ref_fields = ref_fields  # object fields over the hierarchy: they shrink with compressed oops
 
     def _field_bytes(self, classes: list[dict[str, Any]]) -> np.ndarray:
         self._hierarchy(classes)
@@ -788,6 +818,18 @@ class _Reader:
             np.asarray(lay_name, dtype=np.int64),
             np.asarray(lay_weak, dtype=np.uint8),
         )
+
+    def _oop_size(self, classes: list[dict[str, Any]], class_names: list[str]) -> int:
+        """The JVM's reference size: the id size, unless a 64-bit dump's probe classes show 4-byte
+        compressed oops (see ``_OOP_PROBES``)."""
+        if self.id_size == 4:
+            return 4
+        by_name = dict(zip(class_names, classes, strict=True))
+        for name, first, second in _OOP_PROBES:
+            longs = by_name[name]["longs"] if name in by_name else {}
+            if first in longs and second in longs and longs[second] - longs[first] in (4, 8):
+                return int(longs[second] - longs[first])
+        return self.id_size
 
     # -- the graph ----------------------------------------------------------------------------
 
@@ -877,19 +919,25 @@ class _Reader:
             obj_type[is_prim & (obj_class == code)] = string
         type_[first_obj:] = obj_type
 
-        header = 2 * id_size
+        oop = self._oop_size(classes, class_names)
+        header = id_size + oop  # the mark word, then the class pointer (an oop: compressed or not)
         esize = np.zeros(256, dtype=np.int64)
         for code, (_, size) in BASIC_TYPES.items():
-            esize[code] = size or id_size
+            esize[code] = size or oop
+        # The dump writes every reference with the id size; the JVM's own are oop-sized.
+        shrink = np.where(instances, self.ref_fields[cls_index] * (id_size - oop), 0)
         raw = np.where(
             obj_kind == K_INSTANCE,
-            header + rows["obj_len"],
-            header + ARRAY_OVERHEAD + rows["obj_len"] * np.where(is_prim, esize[obj_class & 0xFF], id_size),
+            header + rows["obj_len"] - shrink,
+            header + ARRAY_OVERHEAD + rows["obj_len"] * np.where(is_prim, esize[obj_class & 0xFF], oop),
         )
         self_size = np.zeros(n, dtype=np.int64)
         self_size[first_obj:] = _align(raw)
+        static_refs = [sum(kind == EdgeKind.PROPERTY for _, _, kind in c["refs"]) for c in classes]
         self_size[first_class:first_obj] = _align(
-            header + np.asarray([c["static_bytes"] for c in classes], dtype=np.int64)
+            header
+            + np.asarray([c["static_bytes"] for c in classes], dtype=np.int64)
+            - np.asarray(static_refs, dtype=np.int64) * (id_size - oop)
         )
 
         # Edges. First the synthetic nodes' and the classes' (few; their sources come before every
@@ -951,6 +999,7 @@ class _Reader:
             "format": NAME,
             "format_version": self.version,
             "id_size": id_size,
+            "oop_size": oop,
             "timestamp_ms": self.timestamp,
             "dangling_references": self.dangling,
             "unknown_class_instances": int(((cls_index < 0) & (obj_kind == K_INSTANCE)).sum()),

@@ -41,7 +41,7 @@ protos, ``tag N`` for userdata. Sizes are C ``int`` in the VM: negative ones dow
 as wrapped and read modulo 2^32; a size below that or above 2^63 - 1, like an address above
 ``0x7fffffffffffffff``, is a FormatError, never wrapped. ``meta["category"]`` holds each node's
 memory category (uint8, 0 for synthetic nodes), ``meta["category_names"]`` the named categories
-from ``stats``.
+from ``stats``. Functions and protos get source locations (:mod:`.luau_sources`).
 
 Bad input (the ``class`` dump's invalid JSON, a wrong schema, a root that is not an object, JSON
 nested more than :data:`MAX_JSON_DEPTH` levels) raises :class:`FormatError` with the file and byte
@@ -59,6 +59,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from heapdb.errors import FormatError
+from heapdb.loader.formats.luau_sources import luau_locations
 from heapdb.loader.formats.text import safe_strings, safe_text
 from heapdb.loader.graph import (
     ROOT_NAME,
@@ -244,6 +245,7 @@ class _Builder:
             type_[node] = intern(self._type_name(obj))
             name[node] = intern(self._node_name(obj))
             self._object_edges(node, address, obj)
+        locations = luau_locations(self.objects, self.index, self.strings.intern)
 
         for r, root in enumerate(root_names, start=1):
             self._edge(0, r, EdgeKind.REFERENCE, root_kind_node_name(root))
@@ -275,6 +277,7 @@ class _Builder:
             strings=safe_strings(self.strings.strings),
             node_kinds=safe_strings(node_kinds),
             root=0,
+            locations=locations,
             meta={
                 "format": NAME,
                 "category": category,

@@ -42,6 +42,7 @@ from heapdb import config
 from heapdb.db import Database, translate_errors
 from heapdb.errors import HeapdbError, LoadError, NotFound
 from heapdb.loader.store.schema import ensure_schema
+from heapdb.progress import PROGRESS_FILE_VARIABLE
 from heapdb.units import shorten
 
 HEARTBEAT_SECONDS = 10  # how often a load in progress (and the purger) says it is alive
@@ -181,15 +182,9 @@ def start_purge(database: Database) -> None:
     """
     log = purge_log()
     log.parent.mkdir(parents=True, exist_ok=True)
-    conn = database.connection
-    env = {
-        **os.environ,
-        "NEO4J_URI": conn.uri,
-        "NEO4J_USER": conn.user,
-        "NEO4J_PASSWORD": conn.password,
-        "NEO4J_DATABASE": conn.database,
-        "HEAPDB_PROGRESS": "0",
-    }
+    env = {**os.environ, **database.connection.environment()}
+    # It outlives the load that started it: a job following that load's bars must not see its own.
+    env.pop(PROGRESS_FILE_VARIABLE, None)
     mode = "wb" if log.exists() and log.stat().st_size > 1 << 20 else "ab"  # keep the log short
     with open(log, mode) as out:
         subprocess.Popen(
@@ -204,8 +199,8 @@ def start_purge(database: Database) -> None:
 
 # One read for housekeeping: every snapshot not plainly ready, and the purger's claim if any.
 _UNSETTLED = f"""
-OPTIONAL MATCH (s:Snapshot) WHERE s.status <> 'ready' OR s.references_ready = false
-WITH collect(s {{.sid, .tag, .status, .references_ready, .pid, .host, .heartbeat, .started_at, .purged,
+OPTIONAL MATCH (s:Snapshot) WHERE s.status <> 'ready' OR s.references_ready = false OR (s.summary AND s.purged IS NULL)
+WITH collect(s {{.sid, .tag, .status, .references_ready, .pid, .host, .heartbeat, .started_at, .purged, .summary,
                  age: duration.inSeconds(datetime(coalesce(s.heartbeat, s.started_at)), datetime()).seconds}}) AS snapshots
 OPTIONAL MATCH (p:Purger)
 RETURN snapshots, collect(p {{.pid, .host, .token, age: {age("p")}}}) AS purgers
@@ -236,8 +231,13 @@ def delete_objects(
     *,
     progress: Callable[[int], object] = lambda _n: None,
     stop: Callable[[], bool] = lambda: False,
+    keep_summaries: bool = False,
 ) -> bool:
     """Delete a snapshot's references, objects, groups and finally its ``:Snapshot`` node.
+
+    With ``keep_summaries`` (a pruned snapshot, see :mod:`.prune`) only the references and objects
+    go, and the type listings (object ids and names, for ``find``); the groups, the node and
+    anything else keyed by the sid (signatures) stay.
 
     Every transaction stays bounded, so a snapshot of any size is freed with a heap of any size: the
     references go first, by the object holding them, a few thousand objects per transaction (an
@@ -272,16 +272,24 @@ def delete_objects(
                 if stop():
                     return False
                 run(statement, after=after, upto=upto, batch=batch, holders=max(1, batch // 4))
-        for label, key in (("PathGroup", "sig"), ("TypeGroup", "type")):
+        if keep_summaries:
             run(
-                f"MATCH (g:{label} {{sid: $sid}}) WHERE g.{key} IS NOT NULL "
-                "CALL (g) { DELETE g } IN TRANSACTIONS OF $batch ROWS",
-                batch=batch,
+                "MATCH (g:TypeGroup {sid: $sid}) WHERE g.type IS NOT NULL AND g.listing_ids IS NOT NULL "
+                "REMOVE g.listing_ids, g.listing_names, g.listing_name_ends"
             )
-    # A dropped snapshot goes; a failed one stays listed, marked purged (see hide).
+        else:
+            for label, key in (("PathGroup", "sig"), ("TypeGroup", "type")):
+                run(
+                    f"MATCH (g:{label} {{sid: $sid}}) WHERE g.{key} IS NOT NULL "
+                    "CALL (g) { DELETE g } IN TRANSACTIONS OF $batch ROWS",
+                    batch=batch,
+                )
+    # A dropped snapshot goes; a failed one stays listed, marked purged (see hide), and so does a pruned
+    # one (its summaries answer on). One pruned, then dropped while freed, keeps its node: still
+    # `dropping`, it is listed again and freed whole.
     database.write(
-        "MATCH (s:Snapshot {sid: $sid}) SET s.purged = true WITH s WHERE s.status <> 'failed' DELETE s",
-        {"sid": sid},
+        "MATCH (s:Snapshot {sid: $sid}) SET s.purged = true WITH s WHERE s.status <> 'failed' AND NOT $kept DELETE s",
+        {"sid": sid, "kept": keep_summaries},
     )
     return True
 
@@ -335,13 +343,17 @@ def tidy(database: Database, say: Say = _quiet) -> None:
     start_purge(database)
     if dead:
         say(_hid(dead) + "; freeing their records in the background")
+    elif all(s["status"] == "ready" for s in snapshots if waits_for_purge(s)):  # pruned ones only
+        say(f"freeing the objects of {_count(waiting, 'pruned snapshot')} in the background")
     else:
         say(f"freeing the records of {_count(waiting, 'dropped snapshot')} in the background")
 
 
 def waits_for_purge(row: dict[str, Any]) -> bool:
-    """A snapshot whose records the purger has yet to free: dropped, or failed and not yet purged."""
-    return row["status"] == "dropping" or (row["status"] == "failed" and not row.get("purged"))
+    """A snapshot whose records the purger has yet to free: dropped, or failed or pruned and not yet purged."""
+    return row["status"] == "dropping" or (
+        (row["status"] == "failed" or bool(row.get("summary"))) and not row.get("purged")
+    )
 
 
 def _hid(dead: list[dict[str, Any]]) -> str:

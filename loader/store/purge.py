@@ -1,4 +1,5 @@
-"""The purger: frees the records of hidden (dropped or failed) snapshots, one purger per database.
+"""The purger: frees the records of hidden (dropped or failed) snapshots, and the objects of pruned
+ones, one purger per database.
 
 ``heapdb drop`` and ``load --replace`` only hide a snapshot, in one transaction (see
 :mod:`.lifecycle`), and a load that fails is only marked failed; this frees their records
@@ -45,12 +46,14 @@ def _now() -> str:
 
 
 def pending(database: Database) -> list[dict[str, Any]]:
-    """The hidden snapshots whose records wait to be freed, oldest first, with how many there are:
-    the dropped ones, and the failed ones not yet purged (whose node stays, see :mod:`.lifecycle`)."""
+    """The snapshots whose records wait to be freed, oldest first, with how many there are: the
+    dropped ones, the failed ones not yet purged (whose node stays, see :mod:`.lifecycle`), and the
+    pruned ones whose objects are not yet freed (``summary``: their groups and node stay, see :mod:`.prune`)."""
     return database.read(
         "MATCH (s:Snapshot) WHERE s.status = 'dropping' OR (s.status = 'failed' AND s.purged IS NULL) "
-        "RETURN s.sid AS sid, s.tag AS tag, coalesce(s.object_count, 0) + coalesce(s.reference_count, 0) AS records "
-        "ORDER BY s.sid"
+        "OR (s.status = 'ready' AND s.summary AND s.purged IS NULL) "
+        "RETURN s.sid AS sid, s.tag AS tag, coalesce(s.object_count, 0) + coalesce(s.reference_count, 0) AS records, "
+        "s.status = 'ready' AS summary ORDER BY s.sid"
     )
 
 
@@ -141,7 +144,13 @@ def purge(database: Database, *, wait: bool = False, say: Say = _quiet) -> int:
             for snapshot in pending(database):
                 started = time.monotonic()
                 with progress.bar(f"free {snapshot['tag']}", total=snapshot["records"], unit="rec") as bar:
-                    done = delete_objects(database, snapshot["sid"], progress=bar.update, stop=claim.lost.is_set)
+                    done = delete_objects(
+                        database,
+                        snapshot["sid"],
+                        progress=bar.update,
+                        stop=claim.lost.is_set,
+                        keep_summaries=snapshot["summary"],
+                    )
                 if not done:
                     break
                 freed += 1

@@ -78,6 +78,10 @@ def ready_snapshot(database: Database, tag: str) -> Snapshot:
             f"snapshot {tag!r} was stored by an older heapdb (store version {snapshot.store_version}, "
             f"now {STORE_VERSION}): load its file again instead"
         )
+    if snapshot.summary:  # pruned: its objects are gone, only its groups remain
+        from heapdb.loader.store.prune import summary_only
+
+        raise summary_only(snapshot)
     if not snapshot.references_ready:
         raise ReferencesLoading(
             f"snapshot {tag!r} is still writing its references ({snapshot.references_written or 0:,} of "

@@ -19,7 +19,8 @@ class Snapshot:
     ``status`` is ``loading`` until the objects and groups are written, then ``ready`` (``dropping``
     while its records are freed); a ready snapshot still loading its references says
     ``references_ready = False``. A load that ended without finishing is ``failed``, with the reason
-    in ``failure`` and ``purged`` once its records are freed (see :mod:`.lifecycle`). Properties a node lacks (an unfinished load has no ``loaded_at``, a
+    in ``failure`` and ``purged`` once its records are freed (see :mod:`.lifecycle`). A pruned snapshot
+    stays ``ready`` with ``summary = True`` (see :mod:`.prune`). Properties a node lacks (an unfinished load has no ``loaded_at``, a
     finished one no ``pid``) are None; ``meta`` is the stored JSON text decoded.
     """
 
@@ -49,6 +50,11 @@ class Snapshot:
     failure: str | None = None  # why a failed load failed: the error, or which loader went silent when
     failed_at: str | None = None
     purged: bool | None = None  # a failed load's records are freed (the node stays, to be listed)
+    # Pruned (`heapdb prune`): its objects and references are freed, its summaries (type and path
+    # groups, signatures) kept; still `ready`, it answers the questions that read only those.
+    # `purged` then says the objects are all freed (until then the purger is at work on them).
+    summary: bool = False
+    pruned_at: str | None = None
     # A load analysed under rules (`heapdb load --rules`); all None for the plain analysis.
     rules: str | None = None  # the rule file's absolute path, or the stored rule set's name
     rules_digest: str | None = None  # sha256 of the rule text, in hex

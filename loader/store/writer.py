@@ -93,6 +93,10 @@ OBJECT_COLUMNS = (
     # and the verdict note on it, where a rule gives one.
     Column("known_leak", Kind.TEXT),
     Column("verdict", Kind.TEXT),
+    # Where the object comes from, where the snapshot records it (docs/data-model.md, "Source
+    # locations"): its script position ``file:line:column`` and its allocation stack as text.
+    Column("location", Kind.TEXT),
+    Column("allocated_at", Kind.TEXT),
 )
 # A reference's properties; its relationship type is REFERENCE_TYPES[0] when it retains, else [1].
 REFERENCE_COLUMNS = (Column("kind", Kind.TEXT), Column("name", Kind.TEXT))
@@ -155,8 +159,20 @@ def object_batch(data: LoadInput, ranks: tuple[np.ndarray, np.ndarray], lo: int,
         *_look_through_columns(data, lo, hi),
         _note_column(strings, data, data.known_leak, lo, hi),
         _note_column(strings, data, data.verdict, lo, hi),
+        *_source_columns(strings, g, lo, hi),
     ]
     return pack(columns, strings)
+
+
+def _source_columns(strings: Strings, g: HeapGraph, lo: int, hi: int) -> list[np.ndarray]:
+    """Objects ``lo`` to ``hi``'s ``location`` and ``allocated_at``, NULL (no property) where none."""
+    columns = [np.full(hi - lo, NULL, dtype=np.int64) for _ in range(2)]
+    for column, sources in zip(columns, (g.locations, g.allocations)):
+        if sources is not None:
+            offsets, texts = sources.texts(g.strings, lo, hi)
+            if texts:
+                column[offsets] = strings.add(texts)
+    return columns
 
 
 def _note_column(strings: Strings, data: LoadInput, labels: np.ndarray | None, lo: int, hi: int) -> np.ndarray:
@@ -351,24 +367,13 @@ def load(
     plugin = _use_plugin(database, writer, say)
     ensure_schema(database)
     properties = {
-        "store_version": STORE_VERSION,
-        "format": g.meta.get("format", "unknown"),
-        "runtime": str(g.meta.get("runtime", "")),
-        "source": source or "",
-        "object_count": g.node_count,
-        "reference_count": g.edge_count,
-        "total_size": int(g.self_size.sum()),
-        "reachable_size": int(g.self_size[data.reachable].sum()),
-        "unreachable_count": int(g.node_count - np.count_nonzero(data.reachable)),
-        "root_id": int(g.ids[g.root]),
+        **snapshot_properties(data, source=source, meta=meta, analysed_with=analysed_with),
         "started_at": _now(),
         "references_ready": False,
         "references_written": 0,
         "pid": os.getpid(),
         "host": socket.gethostname(),
         "heartbeat": _now(),
-        "meta": json.dumps({**{k: v for k, v in g.meta.items() if _jsonable(v)}, **(meta or {})}, sort_keys=True),
-        **(analysed_with or {}),
     }
     sid, replaced, leftovers = claim(database, tag, replace, properties)
     sink: _PluginSink | _CypherSink = (
@@ -404,6 +409,32 @@ def load(
     return report
 
 
+def snapshot_properties(
+    data: LoadInput,
+    *,
+    source: str | None = None,
+    meta: dict[str, str] | None = None,
+    analysed_with: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """What a ``:Snapshot`` node says of the snapshot itself, whichever way it is written (a load, or
+    ``heapdb rebuild``); the state of its load (status, heartbeat...) comes on top."""
+    g = data.graph
+    return {
+        "store_version": STORE_VERSION,
+        "format": g.meta.get("format", "unknown"),
+        "runtime": str(g.meta.get("runtime", "")),
+        "source": source or "",
+        "object_count": g.node_count,
+        "reference_count": g.edge_count,
+        "total_size": int(g.self_size.sum()),
+        "reachable_size": int(g.self_size[data.reachable].sum()),
+        "unreachable_count": int(g.node_count - np.count_nonzero(data.reachable)),
+        "root_id": int(g.ids[g.root]),
+        "meta": json.dumps({**{k: v for k, v in g.meta.items() if _jsonable(v)}, **(meta or {})}, sort_keys=True),
+        **(analysed_with or {}),
+    }
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
@@ -432,9 +463,23 @@ def _write_objects_and_groups(
     report.seconds["objects"] = time.monotonic() - started
 
     started = time.monotonic()
-    type_groups = data.type_groups()
+    write_groups(database, sid, data.path_groups(), data.type_groups(), data.type_listings(), batch_size, workers)
+    report.seconds["groups"] = time.monotonic() - started
+
+
+def write_groups(
+    database: Database,
+    sid: int,
+    path_groups: list[list[Any]],
+    type_groups: list[list[Any]],
+    type_listings: Iterator[tuple[str, TypeListing]],
+    batch_size: int = DEFAULT_BATCH,
+    workers: int = 2,
+) -> None:
+    """A snapshot's ``:PathGroup`` and ``:TypeGroup`` nodes and its types' listings (from
+    :class:`LoadInput`'s ``path_groups``, ``type_groups`` and ``type_listings``)."""
     for label, statement, groups in (
-        ("path groups", CREATE_PATH_GROUPS, data.path_groups()),
+        ("path groups", CREATE_PATH_GROUPS, path_groups),
         ("type groups", CREATE_TYPE_GROUPS, type_groups),
     ):
 
@@ -452,8 +497,7 @@ def _write_objects_and_groups(
         return 1
 
     with progress.bar("write type listings", total=len(type_groups), unit="type") as bar:
-        _run_batches(send_listing, data.type_listings(), bar, workers)
-    report.seconds["groups"] = time.monotonic() - started
+        _run_batches(send_listing, type_listings, bar, workers)
 
 
 def _switch(database: Database, sid: int, replaced: list[int], report: LoadReport) -> None:

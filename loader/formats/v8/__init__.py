@@ -10,9 +10,11 @@ A ``.heapsnapshot`` is one JSON object::
 The file is never loaded whole. It is read in chunks into one reused buffer; the two big integer
 arrays are scanned by numba kernels straight into the :class:`HeapGraph` arrays (preallocated from
 the declared counts, after checking those counts against the file size); only ``snapshot`` and
-``strings`` go through :mod:`json`. Every other section (``trace_function_infos``, ``trace_tree``,
-``samples``, ``locations``, and whatever newer V8 versions add) is skipped with a structural scan
-(balanced brackets, terminated strings) without being interpreted.
+``strings`` go through :mod:`json`. The source sections (``locations``, ``trace_function_infos``,
+``trace_tree``) are kept as bytes and read by :mod:`.traces` into the graph's source locations and
+allocation stacks (:mod:`heapdb.loader.sources`); every other section (``samples``, and whatever
+newer V8 versions add) is skipped with a structural scan (balanced brackets, terminated strings)
+without being interpreted.
 
 Bad input of any kind is a :class:`FormatError` with the byte offset: a header field of the wrong
 shape (``node_types`` a string, a field name that is not a string or appears twice), JSON nested
@@ -43,7 +45,7 @@ Mapping onto the graph contract:
 The package: this module is the reader (it walks the file and assembles the graph; the format's
 interface, ``NAME``/``sniff``/``read_graph``, and its tunable ``CHUNK_BYTES`` live here), the numba
 kernels it drives are in :mod:`.scan`, the header check in :mod:`.header`, the DevTools class names in
-:mod:`.classes`.
+:mod:`.classes`, the source locations and allocation traces in :mod:`.traces`.
 """
 
 from __future__ import annotations
@@ -77,6 +79,7 @@ from heapdb.loader.formats.v8.scan import (
     scan_nodes,
     skip_value,
 )
+from heapdb.loader.formats.v8.traces import read_sources
 from heapdb.loader.graph import EdgeKind, HeapGraph
 
 if TYPE_CHECKING:
@@ -104,6 +107,8 @@ EDGE_KIND_BY_V8_TYPE = {
 # Sections that are only skipped (trace_tree nests as deep as allocation stacks) have no limit.
 MAX_JSON_DEPTH = 64
 _UNLIMITED_DEPTH = 1 << 62
+# The sections read into source locations and allocation stacks (heapdb.loader.sources).
+SOURCE_SECTIONS = ("locations", "trace_function_infos", "trace_tree")
 # A JSON escape of a UTF-16 surrogate: where 'strings' can hold a lone one (raw UTF-8 cannot).
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
@@ -144,6 +149,7 @@ class _SnapshotReader:
         self.meta: dict[str, Any] | None = None
         self.arrays: dict[str, Any] = {}
         self.strings: list[str] | None = None
+        self.sources: dict[str, tuple[bytes, int]] = {}  # SOURCE_SECTIONS found: (bytes, file offset)
 
     # -- byte window ---------------------------------------------------------------------------
 
@@ -191,23 +197,21 @@ class _SnapshotReader:
             raise self._error(f"expected {what}, found {chr(c)!r}")
         self.pos += 1
 
-    def _value_bytes(self, key: str, keep: bool) -> bytes | None:
-        """Scan one JSON value; return its bytes when ``keep``."""
+    def _value_bytes(self, key: str, keep: bool, max_depth: int = MAX_JSON_DEPTH) -> bytes | None:
+        """Scan one JSON value; return its bytes when ``keep`` (nested at most ``max_depth`` deep then)."""
         self._peek(f"the value of {key!r}")
         start_offset = self.base + self.pos
         state = np.zeros(7, dtype=np.int64)
         parts: list[bytes] = []
         while True:
             start = self.pos
-            self.pos = skip_value(
-                self.buf, self.pos, self.buf.shape[0], state, MAX_JSON_DEPTH if keep else _UNLIMITED_DEPTH
-            )
+            self.pos = skip_value(self.buf, self.pos, self.buf.shape[0], state, max_depth if keep else _UNLIMITED_DEPTH)
             if keep:
                 parts.append(self.buf[start : self.pos].tobytes())
             if state[K_ERROR]:
                 problem = {
                     1: "a control character inside a string",
-                    3: f"JSON nested more than {MAX_JSON_DEPTH} levels deep",
+                    3: f"JSON nested more than {max_depth} levels deep",
                 }.get(int(state[K_ERROR]), "a malformed value")
                 raise self._error(f"{problem} in {key!r}", offset=self.base + int(state[K_ERROR_AT]))
             if state[K_DONE]:
@@ -291,6 +295,12 @@ class _SnapshotReader:
                 raise FormatError(self.path, "'strings' must be an array of strings", offset=key_offset)
             # Only an escape can make a lone surrogate (json.loads refuses one in raw UTF-8).
             self.strings = safe_strings(strings) if _SURROGATE_ESCAPE.search(raw) else strings
+        elif key in SOURCE_SECTIONS:
+            # A repeated one replaces the first, as in JSON.parse (which DevTools reads them with).
+            self._peek(f"the value of {key!r}")
+            offset = self.base + self.pos
+            # Not parsed by json: trace_tree nests as deep as allocation stacks go (see .traces).
+            self.sources[key] = (self._value_bytes(key, keep=True, max_depth=_UNLIMITED_DEPTH) or b"", offset)
         else:
             self._value_bytes(key, keep=False)
 
@@ -311,6 +321,7 @@ class _SnapshotReader:
                 "self_size": np.zeros(n, dtype=np.int64),
                 "edge_start": np.zeros(n + 1, dtype=np.int64),
                 "detachedness": np.zeros(n, dtype=np.uint8),
+                "trace": np.zeros(n if "trace_node_id" in fields else 0, dtype=np.uint32),
             }
 
             def scan(final: bool) -> int:
@@ -329,6 +340,7 @@ class _SnapshotReader:
                     out["self_size"],
                     out["edge_start"],
                     out["detachedness"],
+                    out["trace"],
                 )
 
             expected = n * len(fields)
@@ -450,6 +462,9 @@ class _SnapshotReader:
             detachedness=detachedness,
             meta={"format": NAME, "v8_meta": meta["header"].get("meta", {}), "v8_edge_types": list(meta["edge_types"])},
         )
+        trace_ids = nodes["trace"] if "trace_node_id" in meta["node_fields"] else None
+        read_sources(self.path, graph, meta["header"]["meta"], len(meta["node_fields"]), self.sources, trace_ids)
+        self.sources.clear()
         try:
             graph.validate()
         except ValueError as e:

@@ -26,7 +26,7 @@ _ELEMENT, _HIDDEN, _WEAK = int(EdgeKind.ELEMENT), int(EdgeKind.HIDDEN), int(Edge
 assert {EdgeKind.ELEMENT, EdgeKind.HIDDEN} == NUMERIC_NAME_KINDS  # first_bad_edge_name tests these two
 
 # Node field roles understood by the node kernel; everything else is read and dropped.
-ROLE_SKIP, _ROLE_TYPE, _ROLE_NAME, _ROLE_ID, _ROLE_SELF, _ROLE_EDGES, _ROLE_DETACHED = range(7)
+ROLE_SKIP, _ROLE_TYPE, _ROLE_NAME, _ROLE_ID, _ROLE_SELF, _ROLE_EDGES, _ROLE_DETACHED, _ROLE_TRACE = range(8)
 NODE_ROLES = {
     "type": _ROLE_TYPE,
     "name": _ROLE_NAME,
@@ -34,6 +34,7 @@ NODE_ROLES = {
     "self_size": _ROLE_SELF,
     "edge_count": _ROLE_EDGES,
     "detachedness": _ROLE_DETACHED,
+    "trace_node_id": _ROLE_TRACE,  # the allocation call-tree node, when allocations were tracked
 }
 
 # Array-scan state (an int64 array carried across chunks).
@@ -51,7 +52,7 @@ ERRORS = {
     9: "an edge name or index does not fit in 32 bits",
     10: "an edge's to_node is not a multiple of the node field count",
     11: "an edge's to_node points past the last node",
-    12: "a node's edge_count, name or self_size is out of range",
+    12: "a node's edge_count, name, self_size or trace_node_id is out of range",
 }
 _MAX_VALUE = 1 << 53  # JSON numbers beyond this are not exact in JavaScript either
 
@@ -108,7 +109,21 @@ def _punctuation(state, c, i, expect, count):
 
 @numba.njit(cache=True, nogil=True)
 def scan_nodes(
-    buf, pos, end, final, state, roles, node_type_count, max_edges, ids, kind, name, self_size, edge_counts, detached
+    buf,
+    pos,
+    end,
+    final,
+    state,
+    roles,
+    node_type_count,
+    max_edges,
+    ids,
+    kind,
+    name,
+    self_size,
+    edge_counts,
+    detached,
+    trace,
 ):
     """Store the ``nodes`` array's values into per-field output arrays. ``final``: no more input."""
     nf = roles.shape[0]
@@ -179,6 +194,10 @@ def scan_nodes(
             if value > 2:
                 return _fail_after(state, 7, i, count)
             detached[node] = value
+        elif role == _ROLE_TRACE:
+            if value > 0x7FFFFFFF:
+                return _fail_after(state, 12, i, count)
+            trace[node] = value
         count += 1
         field += 1
         if field == nf:

@@ -1,0 +1,178 @@
+"""``heapdb push``: send a snapshot to a heapdb service, which loads it (``POST /api/snapshots``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import zlib
+from collections.abc import Iterator
+from typing import Any
+
+import click
+
+from heapdb.cli import main
+from heapdb.cli.options import key_values
+from heapdb.errors import UploadError
+from heapdb.progress import bar
+
+READ_BYTES = 1 << 20  # bytes of the file read (and compressed) at a time
+ZSTD_LEVEL = 3  # fast: compressing must keep up with the network
+POLL_SECONDS = 1.0  # how often --wait asks how the job does
+GZIP_MAGIC, ZSTD_MAGIC = b"\x1f\x8b", b"\x28\xb5\x2f\xfd"
+META_PARAMETERS = ("build", "commit", "branch", "scenario", "platform")  # the service's own parameters
+ENDED = ("done", "failed", "cancelled")
+
+
+def _say(message: str) -> None:
+    click.echo(f"heapdb: {message}", err=True)
+
+
+def compressed_already(path: str) -> str | None:
+    """``gzip`` or ``zstd`` when the file is compressed already (then it is sent as it is)."""
+    with open(path, "rb") as f:
+        head = f.read(4)
+    if head.startswith(GZIP_MAGIC):
+        return "gzip"
+    if head.startswith(ZSTD_MAGIC):
+        return "zstd"
+    return None
+
+
+def body(path: str, compress: str, on_bytes: Any) -> Iterator[bytes]:
+    """The file, compressed on the fly (``zstd``, ``gzip`` or ``none``), a piece at a time."""
+    import zstandard
+
+    zstd = zstandard.ZstdCompressor(level=ZSTD_LEVEL).chunker(chunk_size=READ_BYTES) if compress == "zstd" else None
+    gzip = zlib.compressobj(6, zlib.DEFLATED, 31) if compress == "gzip" else None
+    with open(path, "rb") as f:
+        while data := f.read(READ_BYTES):
+            on_bytes(len(data))
+            if zstd is not None:
+                yield from zstd.compress(data)
+            elif gzip is not None:
+                yield gzip.compress(data)
+            else:
+                yield data
+    if zstd is not None:
+        yield from zstd.finish()
+    elif gzip is not None:
+        yield gzip.flush()
+
+
+def _answer(response: Any) -> dict[str, Any]:
+    """The service's JSON answer, or its refusal as an error."""
+    try:
+        data = response.json()
+    except ValueError:
+        data = {"error": response.text[:500]}
+    if response.status_code >= 400:
+        raise UploadError(f"the service refused ({response.status_code}): {data.get('error', data)}")
+    return dict(data)
+
+
+@main.command()
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--tag", required=True, help="Name of this snapshot in the database, e.g. build123.")
+@click.option(
+    "--server",
+    envvar="HEAPDB_SERVER",
+    required=True,
+    metavar="URL",
+    help="The heapdb service, e.g. http://heapdb.example:8000 (default: HEAPDB_SERVER).",
+)
+@click.option(
+    "--meta",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Metadata to store with the snapshot (repeatable): build, commit, branch, scenario, platform or any key.",
+)
+@click.option("--replace", is_flag=True, help="Load over an existing snapshot with the same tag.")
+@click.option(
+    "--token",
+    envvar="HEAPDB_API_WRITE_TOKEN",
+    help="The service's write token (default: HEAPDB_API_WRITE_TOKEN).",
+)
+@click.option(
+    "--compress",
+    type=click.Choice(["zstd", "gzip", "none"]),
+    default="zstd",
+    show_default=True,
+    help="Compress on the way (a file compressed already is sent as it is).",
+)
+@click.option("--wait", is_flag=True, help="Wait for the load to end; exit non-zero if it fails.")
+@click.option("--json", "as_json", is_flag=True, help="Print the job as JSON.")
+def push(
+    file: str,
+    tag: str,
+    server: str,
+    meta: tuple[str, ...],
+    replace: bool,
+    token: str | None,
+    compress: str,
+    wait: bool,
+    as_json: bool,
+) -> None:
+    """Send the snapshot FILE to a heapdb service, which loads it as TAG in the background.
+
+    The file is streamed (compressed with zstd unless --compress says otherwise) and never held in
+    memory; the service answers with a load job at once, whose URL this prints. With --wait it
+    follows the job until the snapshot is loaded, and exits with status 1 and the load's error if it
+    fails or is cancelled. The service needs its write token (HEAPDB_API_WRITE_TOKEN).
+    """
+    import httpx
+
+    params: list[tuple[str, str | int | float | bool | None]] = [("tag", tag)]
+    if replace:
+        params.append(("replace", "true"))
+    for key, values in key_values(meta, "--meta").items():
+        params.append((key, values[-1]) if key in META_PARAMETERS else ("meta", f"{key}={values[-1]}"))
+    already = compressed_already(file)
+    encoding = already or (None if compress == "none" else compress)
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    base = server.rstrip("/")
+    size = os.path.getsize(file)
+    try:
+        with httpx.Client(base_url=base, headers=headers, timeout=httpx.Timeout(60.0)) as client:
+            # Checked first, with no body: a refusal (token, tag, size) comes before sending gigabytes.
+            limits = _answer(client.post("/api/snapshots", params=[*params, ("check", "true")]))
+            if encoding is None and size > limits["max_upload_bytes"]:
+                raise UploadError(f"{file} is {size:,} bytes; the service takes at most {limits['max_upload_bytes']:,}")
+            with bar(f"push {os.path.basename(file)}", total=size, unit="B") as b:
+                content = body(file, "none" if already else compress, b.update)
+                sent = client.post(
+                    "/api/snapshots",
+                    params=params,
+                    content=content,
+                    headers={"Content-Encoding": encoding or "identity", "Content-Type": "application/octet-stream"},
+                )
+            job = _answer(sent)
+            _say(f"queued load job {job['id']} for {tag!r}: {base}{job['url']}")
+            if wait:
+                job = _follow(client, job)
+    except httpx.HTTPError as e:
+        raise UploadError(f"cannot talk to the service at {base}: {type(e).__name__}: {e}") from None
+    if as_json:
+        click.echo(json.dumps(job, indent=2))
+    elif not wait:
+        click.echo(f"{base}{job['url']}")
+    if wait and job["phase"] != "done":
+        raise UploadError(f"the load of {tag!r} {job['phase']}: {job.get('error') or 'cancelled'}")
+    if wait and not as_json:
+        report = job.get("report") or {}
+        click.echo(
+            f"loaded {report.get('objects', 0):,} objects and {report.get('references', 0):,} references as {tag!r}"
+        )
+
+
+def _follow(client: Any, job: dict[str, Any]) -> dict[str, Any]:
+    """Poll the job until it ends, saying each phase it enters."""
+    phase = job["phase"]
+    _say(phase)
+    while job["phase"] not in ENDED:
+        time.sleep(POLL_SECONDS)
+        job = _answer(client.get(job["url"]))
+        if job["phase"] != phase:
+            phase = job["phase"]
+            _say(phase)
+    return job

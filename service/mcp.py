@@ -1,0 +1,401 @@
+"""The agent interface: heapdb's questions as Model Context Protocol tools (``heapdb mcp``).
+
+A thin layer over :class:`heapdb.queries.questions.Questions`, like the REST service: one tool per
+question, its arguments built from the question's parameter model (:mod:`heapdb.queries.params`:
+the same types, defaults, bounds and help), its answer the question's frozen result as JSON.
+
+An agent reads every character it is given, so no answer is allowed to be big
+(:mod:`heapdb.service.answer_pages`): an answer that does not fit its bounds is kept under a
+*handle*, and the tool returns its first page with ``page.handle`` and ``page.next``; the ``page``
+tool returns the following ones. Objects an answer points at come as
+``{"tag": ..., "object_id": ...}``, the arguments of the ``why`` tool, never as whole objects.
+
+heapdb's errors (an unknown tag, a bad parameter, references still loading) come back as tool
+errors carrying their message, which an agent can read and act on; so does a Neo4j that is away.
+See docs/mcp.md.
+"""
+
+from __future__ import annotations
+
+import inspect
+import secrets
+from collections.abc import Callable, Mapping, Sequence
+from typing import Annotated, Any, cast
+
+import neo4j.exceptions
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from heapdb import __version__, db
+from heapdb.errors import HeapdbError
+from heapdb.queries import catalog, params, results
+from heapdb.queries.cache import AnswerCache
+from heapdb.queries.questions import Questions
+from heapdb.service.answer_pages import Pages, to_json
+from heapdb.service.app import DatabaseHandle
+
+INSTRUCTIONS = """\
+heapdb keeps heap snapshots (V8, Luau, Java hprof, snap.bin) in Neo4j with dominators and retained
+sizes computed, and answers questions about them. Start with `snapshots` to learn the tags.
+To find a leak from three snapshots of one process (before, during, after the suspect action):
+`leaks`, then `why` on a cluster's `why` object to see the chain of references keeping it alive.
+With two snapshots: `diff`; with many: `growth`; with one: `suspects`, `top`, `types`.
+Then `retains` (what an object keeps alive) and `dominators` (what would free it).
+Leaks the CI gate found across builds: `signatures`, then `signature` for one's history.
+Answers are bounded: a long one returns its first page and `page.handle` / `page.next`; call
+`page` with them for the rest, or ask again with a smaller `limit`. Objects are named by
+{"tag", "object_id"}: pass those to `why`, `retains`, `dominators` or `object`."""
+
+
+def _link(ref: results.ObjectRef) -> dict[str, Any]:
+    """An object an answer points at, as the arguments of the tools that take one."""
+    return {"tag": ref.tag, "object_id": ref.id}
+
+
+def _arguments(model: type[params.Params]) -> list[inspect.Parameter]:
+    """A parameter model's fields as keyword arguments of a tool: type, bounds and help as declared
+    there, the default too (a required field stays required)."""
+    out = []
+    for name, info in model.model_fields.items():
+        # Annotated built at run time: the field's type with its bounds (ge, le, min_length...) and help.
+        annotation = cast(Any, Annotated)[(info.annotation, *info.metadata, Field(description=info.description))]
+        default = inspect.Parameter.empty if info.is_required() else info.default
+        out.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default))
+    return out
+
+
+def _subject(name: str, annotation: Any, description: str) -> inspect.Parameter:
+    """What a question is about (a tag, an object id), which the parameter models leave to the caller."""
+    return inspect.Parameter(
+        name, inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[annotation, Field(description=description)]
+    )
+
+
+TAG = _subject("tag", Annotated[str, Field(min_length=1)], "The snapshot's tag (see the `snapshots` tool).")
+OBJECT_ID = _subject("object_id", Annotated[int, Field(ge=-(2**63), le=2**63 - 1)], "The object's id in the snapshot.")
+
+
+def _shape_retains(answer: results.Retains) -> dict[str, Any]:
+    """The subtree with each object's dominator beside it, so that any page of it reads on its own."""
+    data = results.to_data(answer, _link)
+    dominator = {child: parent for parent, child in answer.edges}
+    for item in data["objects"]:
+        item["dominator"] = dominator.get(item["id"])
+    del data["edges"]
+    return data
+
+
+class Tools:
+    """The tools of one server: each runs a question on :class:`Questions` and pages its answer."""
+
+    def __init__(self, questions: Callable[[], Questions], database: Callable[[], db.Database], pages: Pages) -> None:
+        self.questions, self.database, self.pages = questions, database, pages
+
+    def answer(self, data: Any, lists: Sequence[str]) -> str:
+        return self.pages.first(data, lists)
+
+    def register(self, server: MCPServer) -> None:
+        read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True)
+
+        def add(
+            name: str,
+            description: str,
+            run: Callable[..., str],
+            arguments: list[inspect.Parameter],
+        ) -> None:
+            def tool(**values: Any) -> str:
+                try:
+                    return run(**values)
+                except HeapdbError as e:
+                    raise ToolError(str(e)) from None
+                except (
+                    neo4j.exceptions.DriverError,
+                    neo4j.exceptions.TransientError,
+                    neo4j.exceptions.DatabaseError,
+                ) as e:
+                    raise ToolError(f"Neo4j is unavailable: {type(e).__name__}: {e}") from None
+
+            tool.__name__ = name
+            tool.__signature__ = inspect.Signature(arguments, return_annotation=str)  # type: ignore[attr-defined]
+            server.add_tool(tool, name=name, description=description, annotations=read_only, structured_output=False)
+
+        def question(
+            name: str,
+            description: str,
+            subject: list[inspect.Parameter],
+            model: type[params.Params] | None,
+            ask: Callable[..., Any],
+            lists: Sequence[str],
+            shape: Callable[[Any], dict[str, Any]] | None = None,
+        ) -> None:
+            names = [p.name for p in subject]
+
+            def run(**values: Any) -> str:
+                about = [values.pop(n) for n in names]
+                extra = () if model is None else (model(**values),)
+                answer = ask(self.questions(), *about, *extra)
+                return self.answer(shape(answer) if shape else results.to_data(answer, _link), lists)
+
+            add(name, description, run, [*subject, *(_arguments(model) if model else [])])
+
+        add(
+            "snapshots",
+            "The snapshots that can be asked about, oldest first: tag, format, runtime, object count, sizes, "
+            "when loaded. Call this first to learn the tags every other tool takes.",
+            lambda: self.answer({"snapshots": [s.as_dict() for s in self.questions().snapshots()]}, ["snapshots"]),
+            [],
+        )
+        question(
+            "leaks",
+            "Leak candidates from three snapshots of one process, as memlab finds them: objects allocated "
+            "between `baseline` and `target` that are still alive in `final`, clustered by retainer path, "
+            "largest first. Take snapshots before the suspect action, after it, and after undoing it. Each "
+            "cluster names its `path` and a sample object in `why`: pass that to the `why` tool next.",
+            [
+                _subject("baseline", Annotated[str, Field(min_length=1)], "Tag of the snapshot before the action."),
+                _subject("target", Annotated[str, Field(min_length=1)], "Tag of the snapshot after the action."),
+                _subject("final", Annotated[str, Field(min_length=1)], "Tag of the snapshot after undoing it."),
+            ],
+            params.Leaks,
+            Questions.leaks,
+            ["clusters", "known"],
+        )
+        question(
+            "why",
+            "Why is this object alive: the chains of references from the root to it, shortest first "
+            "(each path's `objects` from the root down, `references` between them). Names the structure "
+            "that holds a leak. Use `ignore_name`/`ignore_type`/`ignore_id` to look past a holder, `k` for "
+            "more paths; then `dominators` for what would free it.",
+            [TAG, OBJECT_ID],
+            params.Why,
+            Questions.why_alive,
+            ["paths"],
+        )
+        question(
+            "dominators",
+            "The chain of immediate dominators from the root down to an object: each of them, if freed, would "
+            "free the object too. The last one above the object is what owns it.",
+            [TAG, OBJECT_ID],
+            None,
+            Questions.dominators,
+            ["chain"],
+        )
+        question(
+            "retains",
+            "What an object keeps alive: its dominated subtree level by level, largest retained size first, "
+            "each object with the id of its `dominator`. `truncated` says whether there is more than listed.",
+            [TAG, OBJECT_ID],
+            params.Retains,
+            Questions.retains,
+            ["objects"],
+            _shape_retains,
+        )
+        question(
+            "top",
+            "The objects that retain the most memory in one snapshot (optionally of one type), largest first. "
+            "A first look at one snapshot; then `why` or `retains` on what stands out.",
+            [TAG],
+            params.Top,
+            Questions.top,
+            ["objects"],
+            lambda answer: {"objects": results.to_data(answer, _link)},
+        )
+        question(
+            "types",
+            "Per type in one snapshot: object count, shallow size, retained size and the largest object's "
+            "retained size, sorted by `sort`. Then `top` with `type` or `find` for that type's objects.",
+            [TAG],
+            params.Types,
+            Questions.types,
+            ["types"],
+            lambda answer: {"types": results.to_data(answer, _link)},
+        )
+        question(
+            "find",
+            "Objects of a type whose name contains a text, largest retained size first: how to get an "
+            "object id for `why`, `retains` or `object` when you know what you are looking for.",
+            [TAG],
+            params.Find,
+            Questions.find,
+            ["objects"],
+            lambda answer: {"objects": results.to_data(answer, _link)},
+        )
+        question(
+            "object",
+            "One object with its incoming and outgoing references (who holds it, what it holds).",
+            [TAG, OBJECT_ID],
+            params.ObjectDetails,
+            Questions.object,
+            ["incoming", "outgoing"],
+        )
+        question(
+            "diff",
+            "What changed between two snapshots: per type or per retainer path (any ids), or object by object "
+            "(new / survived / freed; ids must be stable), largest growth first. Then `why` on a grown "
+            "type's objects (`find`), or `leaks` with a third snapshot.",
+            [
+                _subject("before", Annotated[str, Field(min_length=1)], "Tag of the earlier snapshot."),
+                _subject("after", Annotated[str, Field(min_length=1)], "Tag of the later snapshot."),
+            ],
+            params.Diff,
+            Questions.diff,
+            ["changes", "types"],
+            lambda answer: results.to_data(answer, _link),
+        )
+        question(
+            "growth",
+            "Types or retainer paths that grew at every step across three or more snapshots (oldest first), "
+            "with their series: steady growth is the signature of a leak.",
+            [
+                _subject(
+                    "tags",
+                    Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=3)],
+                    "The snapshots' tags, oldest first (at least three).",
+                )
+            ],
+            params.Growth,
+            Questions.growth,
+            ["rows"],
+        )
+        question(
+            "suspects",
+            "Eclipse MAT-style leak suspects in one snapshot: single objects retaining a big share of the heap, "
+            "each with its accumulation point (where inside it the memory piles up), and big types. Then "
+            "`why` on a suspect's accumulation point.",
+            [TAG],
+            params.Suspects,
+            Questions.suspects,
+            ["objects", "types"],
+        )
+        question(
+            "signatures",
+            "The leak signatures remembered across builds by the CI gate (`heapdb gate --record`): each a "
+            "retainer path with its status (new, recurring, fixed, known) and the builds it was first and last "
+            "seen in. With `since` (a build name or tag), those first seen then or later. Then `signature` "
+            "for one's history build by build.",
+            [
+                inspect.Parameter(
+                    "since",
+                    inspect.Parameter.KEYWORD_ONLY,
+                    annotation=Annotated[
+                        str | None, Field(description="A build name or snapshot tag: only signatures first seen since.")
+                    ],
+                    default=None,
+                )
+            ],
+            None,
+            Questions.signatures,
+            ["signatures"],
+            lambda answer: {"signatures": results.to_data(answer, _link)},
+        )
+        question(
+            "signature",
+            "One leak signature's history across the recorded builds: retained bytes and objects per build, "
+            "and where it grew. The signature is a leak cluster's or gate finding's `signature`.",
+            [_subject("signature", int, "The retainer path's signature.")],
+            None,
+            Questions.history,
+            ["observations"],
+        )
+        add(
+            "queries",
+            "The stored Cypher queries: name, description and parameters. Run one with `query`.",
+            lambda: self.answer({"queries": [q.as_dict() for q in catalog.catalog().values()]}, ["queries"]),
+            [],
+        )
+        add(
+            "query",
+            "Run a stored query by name (see `queries`) with its parameters as a JSON object, e.g. "
+            '{"tag": "build1", "limit": 10}; returns its rows, paged like every answer.',
+            self._query,
+            [
+                _subject("name", Annotated[str, Field(min_length=1)], "The stored query's name."),
+                inspect.Parameter(
+                    "parameters",
+                    inspect.Parameter.KEYWORD_ONLY,
+                    annotation=Annotated[
+                        dict[str, Any] | None, Field(description="The query's parameters by name (JSON values).")
+                    ],
+                    default=None,
+                ),
+            ],
+        )
+        add(
+            "page",
+            "A later page of a long answer: pass the `page.handle` and `page.next` of the page before. "
+            "Handles expire after a while; then ask the question again.",
+            self.pages.page,
+            [
+                _subject("handle", str, "The answer's `page.handle`."),
+                _subject("cursor", str, "The `page.next` of the page before."),
+            ],
+        )
+
+    def _query(self, name: str, parameters: Mapping[str, Any] | None) -> str:
+        stored = catalog.get(name)
+        rows = catalog.run(self.database(), name, stored.bind(parameters or {}), timeout=self.questions().timeout)
+        return self.answer({"query": name, "rows": rows}, ["rows"])
+
+
+def build_server(
+    connect: Callable[[], db.Database] | None = None,
+    *,
+    timeout: float | None = None,
+    pages: Pages | None = None,
+) -> MCPServer:
+    """The MCP server: every tool, and the snapshot list as the resource ``heapdb://snapshots``.
+
+    ``connect`` opens the database on first use (default: :func:`heapdb.db.connect` without starting
+    the managed Neo4j, retrying briefly); ``timeout`` bounds each query in seconds (default
+    :func:`heapdb.queries.params.query_timeout`).
+    """
+    handle = DatabaseHandle(connect)
+    query_timeout = params.query_timeout(timeout)
+    cache = AnswerCache()
+    server = MCPServer("heapdb", version=__version__, instructions=INSTRUCTIONS)
+    tools = Tools(lambda: Questions(handle.get(), query_timeout, cache), handle.get, pages or Pages())
+    tools.register(server)
+
+    @server.resource(
+        "heapdb://snapshots",
+        name="snapshots",
+        description="The snapshots that can be asked about (the `snapshots` tool's first page).",
+        mime_type="application/json",
+    )
+    def snapshots() -> str:
+        return tools.answer({"snapshots": [s.as_dict() for s in tools.questions().snapshots()]}, ["snapshots"])
+
+    return server
+
+
+class BearerToken:
+    """The streamable HTTP app behind ``Authorization: Bearer <token>`` (``HEAPDB_API_TOKEN``, as for
+    ``heapdb serve``): a request without it gets a 401 before the MCP layer reads it."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app, self.token = app, token
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            headers = dict(scope.get("headers") or [])
+            scheme, _, given = headers.get(b"authorization", b"").decode("latin-1").partition(" ")
+            if scheme.lower() != "bearer" or not secrets.compare_digest(given.strip().encode(), self.token.encode()):
+                body = to_json({"error": "missing or wrong bearer token (Authorization: Bearer <HEAPDB_API_TOKEN>)"})
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 401,
+                        "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")],
+                    }
+                )
+                await send({"type": "http.response.body", "body": body.encode()})
+                return
+        await self.app(scope, receive, send)
+
+
+def http_app(server: MCPServer, host: str, token: str | None) -> Any:
+    """The server as a streamable HTTP ASGI app at ``/mcp``, behind the bearer token when one is set."""
+    app = server.streamable_http_app(host=host)
+    return BearerToken(app, token) if token else app

@@ -1,0 +1,27 @@
+"""Waiting for the background purger (loader/store/purge.py) in tests, and what its log says."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from heapdb.db import Database
+from heapdb.loader.store import lifecycle
+
+
+def purge_log_tail() -> str:
+    path = lifecycle.purge_log()
+    return "\n".join(path.read_text().splitlines()[-20:]) if path.exists() else "(no purge.log)"
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 180) -> None:
+    """Poll ``condition`` until it holds; past ``timeout`` seconds fail with the purge log's tail."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"not within {timeout:.0f} s; purge.log:\n{purge_log_tail()}"
+        time.sleep(0.5)
+
+
+def no_purger_at_work(database: Database) -> None:
+    """Wait for background purgers started by earlier tests to finish."""
+    wait_until(lambda: database.read("MATCH (p:Purger) RETURN count(p) AS n")[0]["n"] == 0)

@@ -1,0 +1,305 @@
+"""The CI gate and leak signatures across builds.
+
+Ten builds of a Node program (tests/js/builds.js) whose builds 4 to 7 leak LeakedAuditRecord
+objects are loaded in sequence with `--meta build=N`, and each is gated against the one before: the
+gate fails at 4 and passes at 3 and 8, and the leak's remembered history says first seen 4, last
+seen 7, fixed. The pure parts (thresholds, statuses, report formats) are tested without Neo4j.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import uuid
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from fastapi.testclient import TestClient
+
+from heapdb import ci_report
+from heapdb.cli import main
+from heapdb.db import Database
+from heapdb.errors import NotFound, ParameterError
+from heapdb.loader import store
+from heapdb.loader.store.signatures import order_key, summarise
+from heapdb.queries import params
+from heapdb.queries.gate import classify, threshold_bytes
+from heapdb.queries.questions import Questions
+from heapdb.queries.results import GateFinding, GateReport, ObjectRef
+from heapdb.queries.thresholds import parse_threshold
+from heapdb.service.app import create_app
+from heapdb.service.links import to_json
+from tests.support.v8 import JS_DIR
+
+BUILDS = range(1, 11)
+LEAKING = range(4, 8)  # what builds.js leaks in
+REQUESTS = 3000  # builds.js's requests: one leaked record each
+
+
+# --- pure parts ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("10MB", (10_000_000, False)),
+        ("512KiB", (524_288, False)),
+        ("1048576", (1_048_576, False)),
+        (" 2 gib ", (2 * 1024**3, False)),
+        ("5%", (5.0, True)),
+        ("0.5%", (0.5, True)),
+    ],
+)
+def test_thresholds_parse(text: str, expected: tuple[float, bool]) -> None:
+    assert parse_threshold(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "ten", "5 potatoes", "-3MB", "5%%", "MB"])
+def test_bad_thresholds_are_parameter_errors(text: str) -> None:
+    with pytest.raises(ParameterError, match="max_growth"):
+        parse_threshold(text)
+    with pytest.raises(ParameterError, match="max_growth"):
+        params.Gate(max_growth=text)
+
+
+def test_a_percentage_is_of_the_reachable_heap() -> None:
+    assert threshold_bytes("5%", 2_000_000) == 100_000
+    assert threshold_bytes("2MB", 123) == 2_000_000
+
+
+def test_statuses_follow_the_observations() -> None:
+    def seen(*present: int) -> list[tuple[str, int, bool]]:
+        return [(str(b), 1000 * b if b in present else 0, b in present) for b in range(1, 11)]
+
+    fixed = summarise(seen(4, 5, 6, 7), known=False, noise=10)
+    assert (fixed.first_seen, fixed.last_seen, fixed.status) == ("4", "7", "fixed")
+    assert fixed.grew == ("4", "5", "6", "7")
+    assert summarise(seen(10), known=False, noise=10).status == "new"
+    assert summarise(seen(4, 10), known=False, noise=10).status == "recurring"
+    assert summarise(seen(4, 10), known=True, noise=10).status == "known"
+    assert summarise([], known=False, noise=10) == summarise([], known=False, noise=10)
+    steady = [("1", 500, True), ("2", 505, True), ("3", 900, True)]
+    assert summarise(steady, known=False, noise=10).grew == ("3",)  # 1 -> 2 is within the noise
+
+
+def test_builds_sort_by_number_then_load_order() -> None:
+    builds = [("10", 10.0, 3), ("9", 9.0, 5), ("main", None, 1), ("2", 2.0, 9)]
+    assert [b for b, *_ in sorted(builds, key=lambda b: order_key(b[1], b[2]))] == ["2", "9", "10", "main"]
+
+
+def _row(sig: int, hops: list[str], before: int, after: int) -> dict:
+    return {
+        "sig": sig,
+        "path": " / ".join(hops),
+        "hops": hops,
+        "type": hops[-1],
+        "objects_before": 0,
+        "objects_after": 1,
+        "retained_before": before,
+        "retained_after": after,
+        "sample": sig * 10,
+        "known_leak": None,
+    }
+
+
+def test_findings_are_the_outermost_new_or_grown_paths() -> None:
+    rows = [
+        _row(1, ["(root)", "cache → Map", "[] → Leak"], 0, 900_000),
+        _row(2, ["(root)", "cache → Map", "[] → Leak", "payload → Array"], 0, 400_000),  # inside 1
+        _row(3, ["(root)", "list → Array"], 100_000, 700_000),  # grew
+        _row(4, ["(root)", "small → Array"], 0, 1000),  # below the floor
+        _row(5, ["(root)", "steady → Array"], 500_000, 510_000),  # within the growth threshold
+    ]
+    leaks, growths = classify(rows, min_bytes=256 * 1024, growth_bytes=100_000, tag="t")
+    assert [f.signature for f in leaks] == [1]
+    assert [f.signature for f in growths] == [3]
+    assert leaks[0].why == ObjectRef("t", 10) and growths[0].growth == 600_000
+    # A module context that "grew" because a new array appeared under it: the array is the leak.
+    rows = [
+        _row(6, ["(root)", "* → Context"], 180_000, 1_520_000),
+        _row(7, ["(root)", "* → Context", "trail → Array"], 0, 1_500_000),
+        _row(8, ["(root)", "* → Context", "cache → Map"], 100_000, 900_000),  # grew on its own
+    ]
+    leaks, growths = classify(rows, min_bytes=256 * 1024, growth_bytes=100_000, tag="t")
+    assert [f.signature for f in leaks] == [7] and [f.signature for f in growths] == [8]
+
+
+def _report(path: str) -> GateReport:
+    finding = GateFinding(
+        kind="new-leak",
+        signature=42,
+        path=path,
+        hops=[path],
+        type="Leak<&>\x01",
+        objects_before=0,
+        objects_after=3,
+        bytes_before=0,
+        bytes_after=300_000,
+        why=ObjectRef("b-2", 7),
+    )
+    return GateReport(
+        baseline="b-1",
+        candidate="b-2",
+        passed=False,
+        fail_on=["new-leaks"],
+        min_bytes=1000,
+        max_growth="5%",
+        growth_bytes=10,
+        reachable_before=100,
+        reachable_after=400_000,
+        findings=[finding],
+    )
+
+
+def test_junit_and_markdown_escape_what_the_heap_names() -> None:
+    report = _report('(root) / a"b → <x> & | `y`')
+    tree = ET.fromstring(ci_report.junit_xml(report))
+    failures = tree.findall(".//testcase/failure")
+    assert len(failures) == 1 and tree.attrib["failures"] == "1"
+    assert "42" in tree.find(".//testcase").attrib["name"]  # type: ignore[union-attr]
+    assert '(root) / a"b → <x> & | `y`' in (failures[0].text or "")
+    text = ci_report.markdown(report)
+    table = [line for line in text.splitlines() if "`42`" in line]
+    assert len(table) == 1 and "&lt;x&gt;" in table[0] and "\\|" in table[0]
+    assert "heapdb why b-2 7" in text
+
+
+# --- ten builds in Neo4j ------------------------------------------------------------------------
+
+
+def _write_build(build: int, out: Path) -> Path:
+    subprocess.run(
+        ["node", "--expose-gc", str(JS_DIR / "builds.js"), str(build), str(out)], check=True, capture_output=True
+    )
+    return out
+
+
+@pytest.fixture(scope="module")
+def builds(database: Database, tmp_path_factory: pytest.TempPathFactory):
+    """Ten builds loaded under unique tags with `--meta build=N`, each gated (and recorded) against
+    the build before: the tags and the reports by build number."""
+    out = tmp_path_factory.mktemp("builds")
+    run = uuid.uuid4().hex[:8]
+    tags = {}
+    for n in BUILDS:
+        tags[n] = f"test-gate-{n}-{run}"
+        snapshot = _write_build(n, out / f"build-{n}.heapsnapshot")
+        result = CliRunner().invoke(main, ["load", str(snapshot), "--tag", tags[n], "--meta", f"build={n}"])
+        assert result.exit_code == 0, result.output
+    questions = Questions(database)
+    reports = {}
+    for n in BUILDS[1:]:
+        reports[n] = questions.gate(tags[n - 1], tags[n])
+        questions.record_gate(reports[n])
+    yield tags, reports
+    for tag in tags.values():
+        with contextlib.suppress(NotFound):  # a test drops one itself
+            store.drop(database, tag)
+    database.write("MATCH (n) WHERE n:Build OR n:Signature OR n:SignatureObservation DETACH DELETE n")
+
+
+def _leak(report: GateReport) -> GateFinding:
+    # The outermost new path that holds the leak: the auditTrail array, by the module's context
+    # variable that holds it (the records' paths extend it, so they are part of this finding).
+    found = [f for f in report.failures if f.kind == "new-leak"]
+    assert found, report
+    return max(found, key=lambda f: f.growth)
+
+
+@pytest.mark.node
+def test_the_gate_fails_where_the_leak_appears_and_passes_before_and_after(builds) -> None:
+    tags, reports = builds
+    assert reports[3].passed, reports[3]
+    assert reports[8].passed, reports[8]
+    assert not reports[4].passed
+    leak = _leak(reports[4])
+    assert leak.kind == "new-leak"
+    assert leak.bytes_after >= reports[4].min_bytes > leak.bytes_before
+    # At least the records' payloads (32 numbers each) are held that way.
+    assert leak.bytes_after > REQUESTS * 32 * 4
+    assert not [f for f in reports[4].failures if f is not leak and f.path.startswith(leak.path)]
+    assert leak.why is not None and leak.why.tag == tags[4]
+
+
+@pytest.mark.node
+def test_history_says_first_seen_4_last_seen_7_fixed(database: Database, builds) -> None:
+    _tags, reports = builds
+    leak = _leak(reports[4])
+    history = Questions(database).history(leak.signature or 0)
+    assert (history.first_seen, history.last_seen, history.status) == ("4", "7", "fixed")
+    assert [o.build for o in history.observations] == [str(n) for n in BUILDS]
+    assert [o.build for o in history.observations if o.present] == [str(n) for n in LEAKING]
+    assert history.observations[3].retained_size == leak.bytes_after
+    assert history.grew == ["4"]  # the leak is the same size in every leaking build
+    since = {h.signature for h in Questions(database).signatures(since="4")}
+    assert leak.signature in since
+    assert leak.signature not in {h.signature for h in Questions(database).signatures(since="8")}
+
+
+@pytest.mark.node
+def test_cli_exit_codes_junit_and_markdown(builds, tmp_path: Path) -> None:
+    tags, reports = builds
+    junit, summary = tmp_path / "gate.xml", tmp_path / "gate.md"
+    failed = CliRunner().invoke(
+        main,
+        [
+            "gate",
+            "--baseline",
+            tags[3],
+            "--candidate",
+            tags[4],
+            "--no-record",
+            "--junit",
+            str(junit),
+            "--markdown",
+            str(summary),
+        ],
+    )
+    assert failed.exit_code == 1, failed.output
+    signature = str(_leak(reports[4]).signature)
+    assert "gate FAILED" in failed.stdout and signature in failed.stdout
+    cases = ET.parse(junit).getroot().findall(".//testcase")
+    assert any(signature in c.attrib["name"] and c.find("failure") is not None for c in cases)
+    assert signature in summary.read_text()
+    passed = CliRunner().invoke(main, ["gate", "--baseline", tags[7], "--candidate", tags[8], "--no-record", "--json"])
+    assert passed.exit_code == 0, passed.output
+    assert json.loads(passed.stdout)["passed"] is True
+    unknown = CliRunner().invoke(main, ["gate", "--baseline", "no-such-tag", "--candidate", tags[8], "--no-record"])
+    assert unknown.exit_code == 4 and "no snapshot tagged" in unknown.output
+    bad = CliRunner().invoke(main, ["gate", "--baseline", tags[3], "--candidate", tags[4], "--max-growth", "lots"])
+    assert bad.exit_code == 4 and "max_growth" in bad.output
+    history = CliRunner().invoke(main, ["history", signature])
+    assert history.exit_code == 0 and "first seen 4, last seen 7" in history.stdout
+    listing = CliRunner().invoke(main, ["signatures", "--since", tags[4], "--json"])
+    assert listing.exit_code == 0 and int(signature) in [h["signature"] for h in json.loads(listing.stdout)]
+
+
+@pytest.mark.node
+def test_rest_twins_answer_as_the_python_api(database: Database, builds) -> None:
+    tags, reports = builds
+    client = TestClient(create_app())
+    questions = Questions(database)
+    rest = client.get("/api/gate", params={"baseline": tags[3], "candidate": tags[4]})
+    assert rest.status_code == 200, rest.text
+    assert rest.json() == to_json(questions.gate(tags[3], tags[4]))
+    signature = _leak(reports[4]).signature
+    assert client.get(f"/api/signatures/{signature}").json() == to_json(questions.history(signature or 0))
+    assert client.get("/api/signatures").json() == to_json(questions.signatures())
+    assert client.get("/api/signatures/1").status_code == 404
+
+
+@pytest.mark.node
+def test_dropping_a_snapshot_keeps_the_history(database: Database, builds) -> None:
+    tags, reports = builds
+    signature = _leak(reports[4]).signature or 0
+    questions = Questions(database)
+    before = questions.history(signature)
+    store.drop(database, tags[5])
+    questions.record_gate(questions.gate(tags[9], tags[10]))
+    assert questions.history(signature) == before
+    rows = CliRunner().invoke(main, ["query", "signature-history", "--param", f"sig={signature}", "--json"])
+    assert rows.exit_code == 0, rows.output
+    assert str(before.observations[3].retained_size) in rows.stdout
