@@ -55,6 +55,13 @@ MAX_TOTAL_SIZE = 1 << 62
 # Cypher queries repeat this value; a test ties them to it.
 ROOT_NAME = "(root)"
 SYNTHETIC_KIND = "synthetic"
+# V8's root groups whose references record the moment a snapshot was taken, not the program: a
+# compiler's handles, the handle scopes of the code running. Breadth-first searches from the root
+# (distances, first paths) follow their references only after every other reference, so the same
+# program keeps the same retainer paths from build to build (see heapdb.loader.paths).
+TRANSIENT_ROOT_GROUPS = frozenset(
+    {"(Handle scope)", "(Strong roots)", "(Relocatable)", "(Compilation cache)", "(Write barrier)", "(Debugger)"}
+)
 
 
 def root_kind_node_name(kind: str) -> str:
@@ -130,6 +137,11 @@ class HeapGraph:
         """bool[n]: the nodes of kind :data:`SYNTHETIC_KIND` (the root layout, V8's root groups)."""
         kinds = [i for i, name in enumerate(self.node_kinds) if name == SYNTHETIC_KIND]
         return np.isin(self.kind, kinds)
+
+    def transient_root_groups(self) -> np.ndarray:
+        """bool[n]: the synthetic nodes named in :data:`TRANSIENT_ROOT_GROUPS`."""
+        names = [i for i, text in enumerate(self.strings) if text in TRANSIENT_ROOT_GROUPS]
+        return self.synthetic_nodes() & np.isin(self.name, names)
 
     def edge_sources(self) -> np.ndarray:
         """The source node of every edge (int32[m]), expanded from the CSR offsets."""

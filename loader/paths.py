@@ -8,14 +8,15 @@ stable ids.
 For every object reachable over retaining references, its **first path** is the one breadth-first
 search from the root finds first, following each object's references in the snapshot's order
 (so it is a shortest path, and the same one every time), with one exception: the references of the
-root groups in :data:`TRANSIENT_ROOT_GROUPS` (what the VM happened to be doing when the snapshot was
+root groups in :data:`~heapdb.loader.graph.TRANSIENT_ROOT_GROUPS` (what the VM happened to be doing when the snapshot was
 taken: a compiler's handles, the handle scopes of running code) are followed only after every other
 path is exhausted. A module's array that an optimising compiler held a handle to at that moment is
 then still named by the variable that holds it (``(GC roots) / … / auditTrail → Array``), not by
 ``(Handle scope) → Array`` in one build and the variable in the next: the paths of the same program
 stay the same from build to build, as leak signatures need. (memlab postpones V8's root groups in
 its retainer traces for the same reason.) An object only such a group reaches keeps its path
-through it; a first path may then be longer than the object's distance. Its **signature** hashes the path's hops,
+through it. The analysis' distances follow the same rule, so an object's distance is the length of
+its first path. Its **signature** hashes the path's hops,
 each hop being the reference's normalized name and the type of the object it reaches (the kind of
 reference is left out: a context variable and a property of the same name read the same in a path):
 
@@ -52,10 +53,6 @@ from heapdb.loader.formats.text import MAX_PATH_CHARS
 from heapdb.loader.graph import NUMERIC_NAME_KINDS, ROOT_NAME, HeapGraph
 from heapdb.units import ELLIPSIS, shorten
 
-# V8's root groups whose references record the moment, not the program (see the module docstring).
-TRANSIENT_ROOT_GROUPS = frozenset(
-    {"(Handle scope)", "(Strong roots)", "(Relocatable)", "(Compilation cache)", "(Write barrier)", "(Debugger)"}
-)
 _VOLATILE = re.compile(r"^(-?\d+(\.\d+)?|0x[0-9a-fA-F]+|[0-9a-fA-F]{8,})$")
 _DIGITS = re.compile(r"\d+")
 _MASK63 = np.uint64(0x7FFF_FFFF_FFFF_FFFF)
@@ -108,8 +105,7 @@ def first_paths(graph: HeapGraph, retaining: np.ndarray) -> FirstPaths:
         else np.uint64(_text_hash(graph.type_name(graph.root)))
     )
 
-    transient_names = [i for i, text in enumerate(graph.strings) if text in TRANSIENT_ROOT_GROUPS]
-    transient = synthetic & np.isin(graph.name, transient_names)
+    transient = graph.transient_root_groups()
 
     parent_edge = np.full(n, -1, dtype=np.int64)
     signature = np.zeros(n, dtype=np.uint64)

@@ -141,7 +141,9 @@ class SnapshotQuestions(Asking):
                     prefix = self._shortest_path(snapshot, holder.id, fenced)
                 if prefix is not None:
                     paths.append(RetainerPath(prefix.objects + [target], prefix.references + [reference]))
-        paths.sort(key=lambda path: path.length)
+        # The first path first, then the others shortest first: one through a transient V8 root
+        # group (a handle scope) may be shorter than the first path, which follows those last.
+        paths[1:] = sorted(paths[1:], key=lambda path: path.length)
         return WhyAlive(tag=snapshot.tag, target=target, paths=paths, ignored=ignored)
 
     def _shortest_path(self, snapshot: Snapshot, object_id: int, p: params.Why) -> RetainerPath | None:

@@ -189,7 +189,7 @@ def analyze(
     idom, retained_size, retained_count = kernels.accumulate(vertex, idom_number, count, self_size)
     del vertex, parent, idom_number
     step(STEPS[3])
-    distance = kernels.distances(root, graph.edge_start, graph.edge_to, mask)
+    distance = kernels.distances(root, graph.edge_start, graph.edge_to, mask, graph.transient_root_groups())
     step(STEPS[4])
     return Analysis(
         reachable=reachable,

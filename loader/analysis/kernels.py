@@ -309,17 +309,32 @@ def accumulate(vertex, idom_number, count, self_size):
 
 
 @njit(cache=True)
-def distances(root, edge_start, edge_to, mask):
-    """Breadth-first depth from the root over retaining edges; -1 where it never arrives."""
+def distances(root, edge_start, edge_to, mask, transient):
+    """Breadth-first depth from the root over retaining edges; -1 where it never arrives. The edges
+    of the ``transient`` nodes (V8's transient root groups) are followed only once nothing else is
+    left, as heapdb.loader.paths follows them: the depth is the length of the object's first path."""
     n = edge_start.shape[0] - 1
     dist = np.full(n, -1, dtype=np.int32)
-    queue = np.empty(n, dtype=np.int32)
+    queue = np.empty(2 * n, dtype=np.int32)  # a transient group comes round twice
     dist[root] = 0
     queue[0] = root
     head, tail = 0, 1
-    while head < tail:
+    deferred = False
+    while True:
+        if head == tail:
+            if deferred:
+                break
+            deferred = True
+            end = tail
+            for i in range(end):
+                if transient[queue[i]]:
+                    queue[tail] = queue[i]
+                    tail += 1
+            continue
         v = queue[head]
         head += 1
+        if transient[v] and not deferred:
+            continue
         d = dist[v] + 1
         for e in range(edge_start[v], edge_start[v + 1]):
             if mask[e]:
