@@ -49,6 +49,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from heapdb.loader.analysis.kernels import first_search
 from heapdb.loader.formats.text import MAX_PATH_CHARS
 from heapdb.loader.graph import NUMERIC_NAME_KINDS, ROOT_NAME, HeapGraph
 from heapdb.units import ELLIPSIS, shorten
@@ -105,25 +106,23 @@ def first_paths(graph: HeapGraph, retaining: np.ndarray) -> FirstPaths:
         else np.uint64(_text_hash(graph.type_name(graph.root)))
     )
 
-    transient = graph.transient_root_groups()
-
-    parent_edge = np.full(n, -1, dtype=np.int64)
+    order, parent, parent_edge, _ = first_search(
+        graph.root, graph.edge_start, graph.edge_to, retaining, graph.transient_root_groups()
+    )
     signature = np.zeros(n, dtype=np.uint64)
-    _bfs_signatures(
+    _signatures(
+        order,
+        parent,
+        parent_edge,
         graph.root,
-        graph.edge_start,
-        graph.edge_to,
         graph.edge_name,
         graph.type,
         graph.name,
         synthetic,
-        transient,
-        retaining,
         named,
         string_hash,
         element_hash,
         root_hash,
-        parent_edge,
         signature,
     )
     return FirstPaths(parent_edge=parent_edge, signature=(signature & _MASK63).astype(np.int64))
@@ -144,74 +143,40 @@ def _mix(a, b):
 
 
 @numba.njit(cache=True)
-def _bfs_signatures(
+def _signatures(
+    order,
+    parent,
+    parent_edge,
     root,
-    edge_start,
-    edge_to,
     edge_name,
     node_type,
     node_name,
     synthetic,
-    transient,
-    retaining,
     named,
     string_hash,
     element_hash,
     root_hash,
-    parent_edge,
     signature,
 ):
-    n = edge_start.shape[0] - 1
-    hop = np.zeros(n, dtype=np.uint64)  # the hop that reached each object, to fold repeats
-    seen = np.zeros(n, dtype=np.bool_)
-    # Room for every object once, and for the transient root groups a second time (see below).
-    queue = np.empty(2 * n, dtype=np.int32)
-    queue[0] = root
-    seen[root] = True
+    """Each reached object's path signature, in the order the search reached them (holders first)."""
+    hop = np.zeros(signature.shape[0], dtype=np.uint64)  # the hop that reached each object, to fold repeats
     signature[root] = root_hash
-    head, tail = 0, 1
-    deferred = False  # whether the transient root groups' references are followed yet
-    while True:
-        if head == tail:
-            if deferred:
-                break
-            # Everything else is reached: the transient groups come round again, and the search goes
-            # on breadth-first from what only they reach.
-            deferred = True
-            end = tail
-            for i in range(end):
-                if transient[queue[i]]:
-                    queue[tail] = queue[i]
-                    tail += 1
+    for i in range(1, order.shape[0]):
+        v = order[i]
+        u = parent[v]
+        e = parent_edge[v]
+        if synthetic[v] and synthetic[u] and u != root:
+            hop[v] = hop[u]  # a root group within a root group: folded into it
+            signature[v] = signature[u]
             continue
-        u = queue[head]
-        head += 1
-        if transient[u] and not deferred:
-            continue
-        for e in range(edge_start[u], edge_start[u + 1]):
-            if not retaining[e]:
-                continue
-            v = edge_to[e]
-            if seen[v]:
-                continue
-            seen[v] = True
-            parent_edge[v] = e
-            if synthetic[v] and synthetic[u] and u != root:
-                hop[v] = hop[u]  # a root group within a root group: folded into it
-                signature[v] = signature[u]
-                queue[tail] = v
-                tail += 1
-                continue
-            if synthetic[v]:
-                h = _mix(element_hash, string_hash[node_name[v]])
-            else:
-                label = string_hash[edge_name[e]] if named[e] else element_hash
-                h = _mix(label, string_hash[node_type[v]])
-            hop[v] = h
-            # A hop equal to the previous one (a list's next → Node) does not lengthen the path.
-            signature[v] = signature[u] if hop[u] == h else _mix(signature[u], h)
-            queue[tail] = v
-            tail += 1
+        if synthetic[v]:
+            h = _mix(element_hash, string_hash[node_name[v]])
+        else:
+            label = string_hash[edge_name[e]] if named[e] else element_hash
+            h = _mix(label, string_hash[node_type[v]])
+        hop[v] = h
+        # A hop equal to the previous one (a list's next → Node) does not lengthen the path.
+        signature[v] = signature[u] if hop[u] == h else _mix(signature[u], h)
 
 
 def path_hops(graph: HeapGraph, paths: FirstPaths, node: int, synthetic: np.ndarray | None = None) -> list[str]:

@@ -189,7 +189,7 @@ def analyze(
     idom, retained_size, retained_count = kernels.accumulate(vertex, idom_number, count, self_size)
     del vertex, parent, idom_number
     step(STEPS[3])
-    distance = kernels.distances(root, graph.edge_start, graph.edge_to, mask, graph.transient_root_groups())
+    distance = kernels.first_search(root, graph.edge_start, graph.edge_to, mask, graph.transient_root_groups())[3]
     step(STEPS[4])
     return Analysis(
         reachable=reachable,

@@ -309,21 +309,29 @@ def accumulate(vertex, idom_number, count, self_size):
 
 
 @njit(cache=True)
-def distances(root, edge_start, edge_to, mask, transient):
-    """Breadth-first depth from the root over retaining edges; -1 where it never arrives. The edges
-    of the ``transient`` nodes (V8's transient root groups) are followed only once nothing else is
-    left, as heapdb.loader.paths follows them: the depth is the length of the object's first path."""
+def first_search(root, edge_start, edge_to, mask, transient):
+    """Breadth-first search from the root over retaining edges (``mask``), the edges of the
+    ``transient`` nodes (V8's transient root groups) followed only once nothing else is left: the
+    objects in the order reached (root first), and per object the holder and the edge it was first
+    reached by and its depth (-1 for the root's holder and edge, and where the search never arrives).
+    The holders' edges form each object's first path, and its depth is that path's length."""
     n = edge_start.shape[0] - 1
     dist = np.full(n, -1, dtype=np.int32)
+    parent = np.full(n, -1, dtype=np.int32)
+    parent_edge = np.full(n, -1, dtype=np.int64)
+    order = np.empty(n, dtype=np.int32)
     queue = np.empty(2 * n, dtype=np.int32)  # a transient group comes round twice
     dist[root] = 0
+    order[0] = root
     queue[0] = root
-    head, tail = 0, 1
+    head, tail, reached = 0, 1, 1
     deferred = False
     while True:
         if head == tail:
             if deferred:
                 break
+            # Everything else is reached: the transient groups come round again, and the search
+            # goes on breadth-first from what only they reach.
             deferred = True
             end = tail
             for i in range(end):
@@ -341,9 +349,13 @@ def distances(root, edge_start, edge_to, mask, transient):
                 w = edge_to[e]
                 if dist[w] < 0:
                     dist[w] = d
+                    parent[w] = v
+                    parent_edge[w] = e
+                    order[reached] = w
+                    reached += 1
                     queue[tail] = w
                     tail += 1
-    return dist
+    return order[:reached], parent, parent_edge, dist
 
 
 @njit(cache=True)
