@@ -25,7 +25,7 @@ from heapdb.db import Database
 from heapdb.errors import NotFound
 from heapdb.loader import analysis, store
 from heapdb.loader.store import lifecycle, purge
-from tests.support.purging import no_purger_at_work, purge_log_tail, wait_until
+from tests.support.purging import kill_the_purger, no_purger_at_work, purge_log_tail, wait_until
 
 
 def unique_tag(label: str) -> str:
@@ -330,14 +330,7 @@ def test_a_purger_killed_half_way_is_replaced_by_the_next_command(database: Data
     sid = load_synthetic(database, tag, objects=20_000, references=80_000)
     lifecycle.hide(database, [sid])
     lifecycle.start_purge(database)
-    claims: list[dict[str, Any]] = []
-
-    def claimed() -> bool:
-        claims[:] = database.read("MATCH (p:Purger) RETURN p.pid AS pid")
-        return bool(claims)
-
-    wait_until(claimed, timeout=60)
-    os.kill(int(claims[0]["pid"]), 9)
+    kill_the_purger(database)
     left = records(database, sid)
     assert left["snapshots"] == 1, "the purger finished before it could be killed"
     assert tag not in {s.tag for s in store.list_snapshots(database)}  # still invisible

@@ -36,7 +36,7 @@ from heapdb.neo4j_server import free_port
 from heapdb.queries import params
 from heapdb.queries.questions import Questions
 from heapdb.service.app import create_app
-from tests.support.purging import no_purger_at_work, wait_until
+from tests.support.purging import kill_the_purger, no_purger_at_work, wait_until
 
 PREFIX = "test-prune-"
 
@@ -279,14 +279,7 @@ def test_a_prune_whose_purger_is_killed_finishes_at_the_next_command(database: D
     full = counts(database, old.sid)
     plan = prune.prune(database, 1, others(database, mine))  # in the background
     assert [s.tag for s in plan.pruned] == [old.tag]
-    claims: list[dict[str, Any]] = []
-
-    def claimed() -> bool:
-        claims[:] = database.read("MATCH (p:Purger) RETURN p.pid AS pid")
-        return bool(claims)
-
-    wait_until(claimed, timeout=60)
-    os.kill(int(claims[0]["pid"]), 9)
+    kill_the_purger(database)
     assert counts(database, old.sid)["objects"] > 0, "the purger finished before it could be killed"
     assert store.get_snapshot(database, old.tag).summary  # answers as a summary meanwhile
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
+from typing import Any
 
 from heapdb.db import Database
 from heapdb.loader.store import lifecycle
@@ -25,3 +27,15 @@ def wait_until(condition: Callable[[], bool], timeout: float = 180) -> None:
 def no_purger_at_work(database: Database) -> None:
     """Wait for background purgers started by earlier tests to finish."""
     wait_until(lambda: database.read("MATCH (p:Purger) RETURN count(p) AS n")[0]["n"] == 0)
+
+
+def kill_the_purger(database: Database) -> None:
+    """Wait for a purger to claim its work, then kill -9 it mid-way."""
+    claims: list[dict[str, Any]] = []
+
+    def claimed() -> bool:
+        claims[:] = database.read("MATCH (p:Purger) RETURN p.pid AS pid")
+        return bool(claims)
+
+    wait_until(claimed, timeout=60)
+    os.kill(int(claims[0]["pid"]), 9)
