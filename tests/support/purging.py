@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from heapdb.db import Database
-from heapdb.loader.store import lifecycle
+from heapdb.loader.store import lifecycle, purge
 
 
 def purge_log_tail() -> str:
@@ -27,6 +28,15 @@ def wait_until(condition: Callable[[], bool], timeout: float = 180) -> None:
 def no_purger_at_work(database: Database) -> None:
     """Wait for background purgers started by earlier tests to finish."""
     wait_until(lambda: database.read("MATCH (p:Purger) RETURN count(p) AS n")[0]["n"] == 0)
+
+
+@contextmanager
+def purging_held_off(database: Database) -> Iterator[None]:
+    """Hold the purge claim so that no background purger frees hidden snapshots while a test does."""
+    claim = purge.Claim(database)
+    wait_until(lambda: claim.take() is None)
+    with claim:
+        yield
 
 
 def kill_the_purger(database: Database) -> None:
