@@ -36,6 +36,8 @@ def gate_text(answer: GateReport) -> str:
         f"new paths retaining at least {human_bytes(answer.min_bytes)}, growth over {answer.max_growth} = {human_bytes(answer.growth_bytes)})",
         f"reachable heap: {human_bytes(answer.reachable_before)} → {human_bytes(answer.reachable_after)}"
         f" ({_signed(answer.reachable_after - answer.reachable_before, True).strip()})",
+        f"thresholds: {answer.thresholds_from}",
+        *(f"note: {note}" for note in answer.notes),
     ]
     for f in answer.findings:
         lines.extend(gate_finding_lines(f))
@@ -166,7 +168,9 @@ def markdown(report: GateReport) -> str:
         "",
         f"Fails on: {', '.join(report.fail_on) or 'nothing'}. New paths count from {human_bytes(report.min_bytes)}; "
         f"growth over {_cell(report.max_growth)} ({human_bytes(report.growth_bytes)}). "
-        f"Reachable heap {human_bytes(report.reachable_before)} → {human_bytes(report.reachable_after)}.",
+        f"Reachable heap {human_bytes(report.reachable_before)} → {human_bytes(report.reachable_after)}. "
+        f"Thresholds: {_cell(report.thresholds_from)}.",
+        *(f"\n> {_cell(note)}" for note in report.notes),
         "",
     ]
     cases = [*report.findings, *report.known]

@@ -101,6 +101,21 @@ class UploadTooLarge(UploadError):
     http_status = 413
 
 
+class NoSpace(UploadError):
+    """An upload the spool directory's disk has no room for: it would leave less free than
+    ``HEAPDB_MIN_FREE_BYTES`` (the load and Neo4j's store need the rest)."""
+
+    http_status = 507
+
+
+class IntakeFull(HeapdbError):
+    """An upload while the service's load queue is full (``HEAPDB_MAX_QUEUED`` jobs queued or
+    running): nothing was read; send it again later (the answer says when, ``Retry-After``)."""
+
+    http_status = 503
+    retry_after = 60  # seconds: about what a snapshot of a few hundred MB takes to load
+
+
 class UnsupportedEncoding(UploadError):
     """An upload compressed with something the service cannot undo (it takes gzip and zstd)."""
 

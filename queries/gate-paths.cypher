@@ -12,28 +12,22 @@
 // Reads stored group totals only: answers at once at any heap size, needs no stable ids.
 //
 // retained_before and retained_after are what each build holds *under* the path: the most that its
-// group or any group whose path extends it retains. A path's own retained size moves with the
-// dominator tree: when a VM handle (a compiler's, a handle scope's) also points straight at the
-// leaked array, the array's dominator is the root and the variable's context above it retains
-// little, in one build and not the next. The most retained under the path does not move with it.
+// group or any group whose path extends it retains (`held`, written at load; see data-model.md). A
+// path's own retained size moves with the dominator tree: when a VM handle (a compiler's, a handle
+// scope's) also points straight at the leaked array, the array's dominator is the root and the
+// variable's context above it retains little, in one build and not the next. The most retained under
+// the path does not move with it. The baseline's figure is its group of the same signature's. Groups
+// stored before `held` existed count their own retained size only.
 MATCH (a:Snapshot {tag: $baseline, status: 'ready'}), (b:Snapshot {tag: $candidate, status: 'ready'})
 MATCH (g:PathGroup {sid: b.sid})
 WHERE g.sig IS NOT NULL
   AND g.retained_size >= CASE WHEN $min_bytes < $growth_bytes THEN $min_bytes ELSE $growth_bytes END
 OPTIONAL MATCH (old:PathGroup {sid: a.sid, sig: g.sig})
-CALL (a, g) {
-  OPTIONAL MATCH (o:PathGroup {sid: a.sid}) WHERE o.sig = g.sig OR o.path STARTS WITH g.path + ' / '
-  RETURN coalesce(max(o.retained_size), 0) AS held_before
-}
-CALL (b, g) {
-  OPTIONAL MATCH (c:PathGroup {sid: b.sid}) WHERE c.path STARTS WITH g.path + ' / '
-  RETURN coalesce(max(c.retained_size), 0) AS below
-}
 OPTIONAL MATCH (largest:Object {sid: b.sid, id: g.samples[0]})
 RETURN g.sig AS sig, g.path AS path, g.hops AS hops, coalesce(largest.type, last(g.hops)) AS type,
        coalesce(old.objects, 0) AS objects_before, g.objects AS objects_after,
-       held_before AS retained_before,
-       CASE WHEN below > g.retained_size THEN below ELSE g.retained_size END AS retained_after,
+       coalesce(old.held, old.retained_size, 0) AS retained_before,
+       coalesce(g.held, g.retained_size) AS retained_after,
        g.samples[0] AS sample, largest.known_leak AS known_leak
 ORDER BY retained_after DESC, sig
 LIMIT 10000

@@ -15,16 +15,21 @@ A finding whose path extends another finding's path (the payload arrays under a 
 instances) is part of that finding, not one of its own; a path that grew only because a new leak
 appeared beneath it is that new leak. What a build holds "under" a path is the most that path's
 group or any longer path's group retains (``gate-paths`` says why). Findings the rules' ``known_leak`` covers
-are reported apart and never fail. :meth:`record_gate` remembers the findings as leak signatures
+are reported apart and never fail.
+
+**Thresholds** (``max_growth``, ``min_bytes``, ``fail_on``) are taken, each on its own, from the
+parameters when given there, else from the ``[gate]`` table of a rule set (the one ``rules`` names,
+else the rules the candidate was loaded with), else the parameters' defaults; the report says which
+came from where (``thresholds_from``). :meth:`record_gate` remembers the findings as leak signatures
 across builds (:mod:`heapdb.loader.store.signatures`); :meth:`history` and :meth:`signatures` read
 them back.
 """
 
 from __future__ import annotations
 
-import typing
+import os
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from heapdb.errors import NotFound, ParameterError
 from heapdb.loader.store import Snapshot
@@ -33,12 +38,14 @@ from heapdb.queries import params
 from heapdb.queries.base import SnapshotRef
 from heapdb.queries.results import GateFinding, GateReport, ObjectRef, SignatureHistory, SignatureObservation
 from heapdb.queries.suspects import SuspectQuestions
-from heapdb.queries.thresholds import parse_threshold
+from heapdb.units import parse_threshold
+
+if TYPE_CHECKING:
+    from heapdb.loader.rules import RuleSet
 
 # A path the baseline held with less than min_bytes / NOISE_DIVISOR counts as absent from it: a few
 # objects held the same way by chance do not make a leak of the candidate's "old".
 NOISE_DIVISOR = 8
-CHECKS: tuple[str, ...] = typing.get_args(typing.get_args(params.Gate.model_fields["fail_on"].annotation)[0])
 
 
 def threshold_bytes(text: str, reachable_size: int) -> int:
@@ -118,11 +125,20 @@ def _replace(finding: GateFinding, **changes: Any) -> GateFinding:
 
 
 class GateQuestions(SuspectQuestions):
-    def gate(self, baseline: SnapshotRef, candidate: SnapshotRef, p: params.Gate = params.Gate()) -> GateReport:
-        """Whether ``candidate`` leaks where ``baseline`` did not (see the module's docstring)."""
+    def gate(
+        self,
+        baseline: SnapshotRef,
+        candidate: SnapshotRef,
+        p: params.Gate = params.Gate(),
+        rule_file: RuleSet | None = None,
+    ) -> GateReport:
+        """Whether ``candidate`` leaks where ``baseline`` did not (see the module's docstring).
+
+        ``rule_file`` (a parsed rule file, the CLI's ``--rules FILE``) stands for ``p.rules``."""
         old, new = self.snapshot(baseline), self.snapshot(candidate)
         if old.sid == new.sid:
             raise ParameterError("the gate compares two different snapshots: baseline and candidate are the same")
+        p, thresholds_from, notes = self._thresholds(p, new, rule_file)
         growth_bytes = threshold_bytes(p.max_growth, old.reachable_size or 0)
         rows = self._run(
             "gate-paths", baseline=old.tag, candidate=new.tag, min_bytes=p.min_bytes, growth_bytes=growth_bytes
@@ -146,7 +162,68 @@ class GateQuestions(SuspectQuestions):
             reachable_after=new.reachable_size or 0,
             findings=limited,
             known=known[: p.limit],
+            thresholds_from=thresholds_from,
+            notes=notes,
         )
+
+    def _thresholds(
+        self, p: params.Gate, candidate: Snapshot, rule_file: RuleSet | None
+    ) -> tuple[params.Gate, str, list[str]]:
+        """``p`` with the thresholds it leaves unset taken from a rule set's ``[gate]``; where each
+        threshold came from; and notes on a rule set that could not be read."""
+        rule_set, source, notes = self._gate_rules(p.rules, candidate, rule_file)
+        taken = {} if rule_set is None or rule_set.gate is None else rule_set.gate.given()
+        taken = {name: value for name, value in taken.items() if name not in p.model_fields_set}
+        given = [name for name in ("max_growth", "min_bytes", "fail_on") if name in p.model_fields_set]
+        parts = [f"{', '.join(given)} from the command" if given else ""]
+        if taken:
+            assert rule_set is not None and rule_set.gate is not None
+            parts.append(f"{', '.join(taken)} from {source}, [gate] at line {rule_set.gate.line}")
+        if len(given) + len(taken) < 3:
+            parts.append("the rest heapdb's defaults" if given or taken else "heapdb's defaults")
+        return p.model_copy(update=taken), "; ".join(part for part in parts if part), notes
+
+    def _gate_rules(
+        self, name: str | None, candidate: Snapshot, rule_file: RuleSet | None
+    ) -> tuple[RuleSet | None, str, list[str]]:
+        """The rule set whose ``[gate]`` applies, how to name it, and notes when the candidate's own
+        rules can no longer be read as they were at its load."""
+        from heapdb.loader.rules import load_rules, parse_rules
+        from heapdb.loader.store.rulesets import digest_of, get_rule_set
+
+        if rule_file is not None:
+            return rule_file, f"rule file {rule_file.path}", []
+        if name is not None:
+            stored = get_rule_set(self.database, name)
+            label = f"rule set {stored.name} version {stored.version}"
+            return parse_rules(stored.text or "", label), label, []
+        if candidate.rules is None:
+            return None, "", []
+        if candidate.rules_version is not None:
+            try:
+                stored = get_rule_set(self.database, candidate.rules, candidate.rules_version)
+            except NotFound:
+                gone = (
+                    f"the candidate's rule set {candidate.rules} version {candidate.rules_version} is no longer stored"
+                )
+                return None, "", [f"{gone}: its [gate] thresholds are not applied"]
+            label = f"the candidate's rule set {stored.name} version {stored.version}"
+            return parse_rules(stored.text or "", label), label, []
+        path = candidate.rules
+        try:
+            with open(path, encoding="utf-8") as f:
+                unchanged = digest_of(f.read()) == candidate.rules_digest
+        except (OSError, UnicodeDecodeError):
+            unchanged = False
+        if not (unchanged and os.path.isfile(path)):
+            return (
+                None,
+                "",
+                [
+                    f"the candidate's rule file {path} is gone or changed since its load: its [gate] thresholds are not applied (give --rules)"
+                ],
+            )
+        return load_rules(path), f"the candidate's rule file {path}", []
 
     def _new_suspects(self, old: Snapshot, new: Snapshot) -> list[GateFinding]:
         """The candidate's suspect types (objects' types too) that are not among the baseline's."""

@@ -22,7 +22,8 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from heapdb.errors import ConfigError, ParameterError
-from heapdb.queries.thresholds import parse_threshold
+from heapdb.gatecheck import GateCheck
+from heapdb.units import parse_threshold
 
 MAX_K = 10  # retainer paths per why-alive answer
 MAX_DEPTH = 20  # levels of a dominated subtree
@@ -174,12 +175,17 @@ class Gate(Params):
         description="A retainer path new in the candidate is a leak when it retains at least this many bytes "
         "(the noise floor).",
     )
-    fail_on: tuple[Literal["new-leaks", "growth", "suspects"], ...] = Field(
+    fail_on: tuple[GateCheck, ...] = Field(
         ("new-leaks", "growth"),
         description="What fails the gate (repeatable): new leak signatures, growth past --max-growth, "
         "leak suspects (by type) the baseline did not have.",
     )
     limit: int = Field(20, ge=1, le=MAX_LIMIT, description="Findings to list per kind.")
+    rules: str | None = Field(
+        None,
+        description="The rule set whose [gate] table gives the thresholds not set here: a name stored with "
+        "`heapdb rules add` (the CLI also takes a rule file). Default: the rules the candidate was loaded with.",
+    )
 
     @field_validator("max_growth")
     @classmethod

@@ -368,6 +368,9 @@ class GateReport:
     reachable_after: int
     findings: list[GateFinding]  # those that fail the gate first, largest first
     known: list[GateFinding] = field(default_factory=list)  # covered by known_leak rules: never fail
+    # Where max_growth, min_bytes and fail_on came from: the command, a rule set's [gate], the defaults.
+    thresholds_from: str = "heapdb's defaults"
+    notes: list[str] = field(default_factory=list)  # a rule set whose [gate] could not be read
 
     @property
     def failures(self) -> list[GateFinding]:

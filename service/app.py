@@ -44,7 +44,7 @@ from heapdb.errors import HeapdbError, NotFound, ParameterError
 from heapdb.queries import catalog, params, results
 from heapdb.queries.cache import AnswerCache
 from heapdb.queries.questions import Questions
-from heapdb.service import intake, links, pages
+from heapdb.service import compare_pages, intake, links, pages, query_pages
 
 
 class DatabaseHandle:
@@ -260,7 +260,9 @@ def create_app(
     @app.exception_handler(HeapdbError)
     async def heapdb_error(request: Request, error: HeapdbError) -> Response:
         page = pages.error_page(request, error.http_status, str(error))
-        return page or JSONResponse({"error": str(error)}, status_code=error.http_status)
+        retry = getattr(error, "retry_after", None)
+        headers = {"Retry-After": str(retry)} if retry is not None else None
+        return page or JSONResponse({"error": str(error)}, status_code=error.http_status, headers=headers)
 
     @app.exception_handler(neo4j.exceptions.DriverError)
     @app.exception_handler(neo4j.exceptions.TransientError)
@@ -474,6 +476,8 @@ def create_app(
         return rulesets.get_rule_set(handle.get(), name, version).as_dict()
 
     pages.add_pages(app, questions, api_token)
+    compare_pages.add_compare_pages(app, questions)
+    query_pages.add_query_pages(app, questions)
     intake.add_intake(app, handle.get)
     app.add_middleware(Guard, token=api_token, write_token=write_token)
     app.add_middleware(RouteOnRawPath)  # outermost: before the other middleware and the routing

@@ -6,7 +6,8 @@ The body is the snapshot file itself, as is or compressed (``Content-Encoding: g
 streamed to the spool directory (:func:`heapdb.config.spool_dir`) and decompressed on the way
 (:mod:`.spool`). Everything that can be checked before the body is read is: the write token, the
 tag, that the tag is free (or ``replace=true``), the encoding, a declared ``Content-Length`` over
-the limit. A bad upload gets a 4xx with what is wrong, and its partial file is removed.
+the limit, room in the load queue (``HEAPDB_MAX_QUEUED``) and on the spool's disk (the upload must
+leave ``HEAPDB_MIN_FREE_BYTES`` free, checked again as it streams in). A bad upload gets a 4xx with what is wrong, and its partial file is removed.
 
 Writes (any ``/api`` request but GET, HEAD and OPTIONS) need ``HEAPDB_API_WRITE_TOKEN`` as the
 bearer token; with it unset the service takes no writes at all (403). The write token also reads;
@@ -26,10 +27,10 @@ from fastapi.responses import JSONResponse, Response
 
 from heapdb import config
 from heapdb.db import Database
-from heapdb.errors import LoadError, UploadError, UploadTooLarge
+from heapdb.errors import IntakeFull, LoadError, UploadError, UploadTooLarge
 from heapdb.loader.store.lifecycle import check_tag
 from heapdb.service import jobs
-from heapdb.service.spool import Spooler, encoding_of, max_upload_bytes
+from heapdb.service.spool import Spooler, check_room, encoding_of, max_upload_bytes, min_free_bytes
 
 # Metadata with a query parameter of its own; any other key comes as meta=KEY=VALUE (repeatable).
 META_KEYS = ("build", "commit", "branch", "scenario", "platform")
@@ -115,6 +116,16 @@ def _free_to_load(runner: jobs.JobRunner, tag: str, replace: bool) -> None:
         raise LoadError(f"a snapshot tagged {tag!r} exists already; send replace=true to load over it")
 
 
+def _room_in_queue(runner: jobs.JobRunner) -> None:
+    """Refuse (503, Retry-After) an upload while ``HEAPDB_MAX_QUEUED`` jobs are queued or running."""
+    waiting, most = len(runner.store.unfinished_here()), jobs.max_queued()
+    if waiting >= most:
+        raise IntakeFull(
+            f"the service has {waiting} load jobs queued or running, its limit (HEAPDB_MAX_QUEUED={most}): "
+            "send the snapshot again later"
+        )
+
+
 def job_json(request: Request, job: jobs.Job) -> dict[str, Any]:
     return {**job.as_dict(), "url": JOB.format(job_id=job.id)}
 
@@ -130,6 +141,8 @@ def job_json(request: Request, job: jobs.Job) -> dict[str, Any]:
         413: {"description": "over the size limit"},
         415: {"description": "an unknown Content-Encoding"},
         422: {"description": "not a snapshot, cut off, or a bad tag"},
+        503: {"description": "the load queue is full (HEAPDB_MAX_QUEUED): try again after Retry-After seconds"},
+        507: {"description": "the upload would leave less disk free than HEAPDB_MIN_FREE_BYTES"},
     },
 )
 async def upload(
@@ -160,11 +173,14 @@ async def upload(
             f"the upload is larger than the service's limit of {limit:,} bytes (HEAPDB_MAX_UPLOAD_BYTES)"
         )
     await anyio.to_thread.run_sync(_free_to_load, runner, tag, replace)
+    await anyio.to_thread.run_sync(_room_in_queue, runner)
+    reserve = min_free_bytes()
+    check_room(runner.spool, int(declared) if declared.isdigit() else 0, reserve)
     if check:
         return JSONResponse({"ok": True, "max_upload_bytes": limit}, status_code=200)
 
     job_id = secrets.token_hex(8)
-    spooler = Spooler(runner.spool / f"{job_id}.{os.getpid()}.upload", encoding, limit)
+    spooler = Spooler(runner.spool / f"{job_id}.{os.getpid()}.upload", encoding, limit, reserve)
     snapshot = runner.snapshot_file(job_id)
     try:
         pending: list[bytes] = []

@@ -49,6 +49,7 @@ ENDED = ("done", "failed", "cancelled")
 PHASES = (QUEUED, *RUNNING, *ENDED)
 
 DEFAULT_MAX_LOADS = 1  # loads at once: each holds a whole snapshot's arrays in memory
+DEFAULT_MAX_QUEUED = 16  # jobs queued or running: each waits with its snapshot on the spool's disk
 POLL_SECONDS = 0.5  # how often a running load's progress is looked at
 UPDATE_SECONDS = 1.0  # how often, at most, a job's progress is written to Neo4j
 CANCEL_GRACE_SECONDS = 30  # after SIGINT, how long a load may take to hide its snapshot before SIGKILL
@@ -68,6 +69,14 @@ def max_loads() -> int:
     if not 1 <= loads <= 64:
         raise ConfigError(f"HEAPDB_MAX_LOADS must be a whole number from 1 to 64, got {value!r}")
     return loads
+
+
+def max_queued() -> int:
+    """``HEAPDB_MAX_QUEUED``: how many load jobs may be queued or running; an upload past it is refused (503)."""
+    value = os.environ.get("HEAPDB_MAX_QUEUED", str(DEFAULT_MAX_QUEUED))
+    if not value.isdigit() or not 1 <= int(value) <= 10_000:
+        raise ConfigError(f"HEAPDB_MAX_QUEUED must be a whole number from 1 to 10000, got {value!r}")
+    return int(value)
 
 
 def _now() -> str:

@@ -270,6 +270,39 @@ class Tools:
             ["objects", "types"],
         )
         question(
+            "lifelines",
+            "How the objects of one type are held: their first retainer paths merged from the root down into "
+            "a tree of `steps`, each with how many of the objects pass through it and what they retain. "
+            "Answers 'what holds my thousands of X' in one call; then `why` on one of them.",
+            [TAG],
+            params.Lifelines,
+            Questions.lifelines,
+            ["steps"],
+        )
+        question(
+            "heapdomstats",
+            "Per type, the objects whose immediate dominator is the root or a root group: what nothing of the "
+            "program's owns, most retained first. Where a leak held from a global or a root shows up.",
+            [TAG],
+            params.HeapDomStats,
+            Questions.heapdomstats,
+            ["rows"],
+        )
+        question(
+            "gate",
+            "The CI gate: whether the `candidate` build's snapshot leaks where the `baseline` build's did not "
+            "(`passed`), by retainer path: new paths retaining at least `min_bytes`, paths grown past "
+            "`max_growth`, new suspect types. Each finding names its path and a sample object in `why`. "
+            "Never records history (the CLI's `heapdb gate --record` does).",
+            [
+                _subject("baseline", Annotated[str, Field(min_length=1)], "Tag of the baseline build's snapshot."),
+                _subject("candidate", Annotated[str, Field(min_length=1)], "Tag of the candidate build's snapshot."),
+            ],
+            params.Gate,
+            Questions.gate,
+            ["findings", "known"],
+        )
+        question(
             "signatures",
             "The leak signatures remembered across builds by the CI gate (`heapdb gate --record`): each a "
             "retainer path with its status (new, recurring, fixed, known) and the builds it was first and last "

@@ -22,13 +22,15 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
+from pydantic import Field
 
 from heapdb import render
 from heapdb.errors import NotFound
-from heapdb.loader.store import list_snapshots
-from heapdb.loader.store.prune import SUMMARY_ANSWERS
+from heapdb.loader.store import Snapshot, list_snapshots
+from heapdb.loader.store.prune import SUMMARY_ANSWERS, load_again
 from heapdb.queries import params
 from heapdb.queries.questions import Questions
+from heapdb.queries.results import ObjectInfo, Retains
 from heapdb.service import links
 from heapdb.service import treemap as treemaps
 from heapdb.units import human_bytes
@@ -41,8 +43,10 @@ JSON_SUFFIX = ".json"
 STATIC = "/static"
 TOP_ROWS = 20  # top retainers on a snapshot's page
 NEIGHBOURS = 20  # references listed each way on an object's page
+RETAINS_DEPTH = 4  # levels of what an object retains, on its page
+RETAINS_LIMIT = 60  # objects of those levels in all, largest first level by level (Questions.retains' limit)
 
-_templates = Environment(
+templates = Environment(
     loader=PackageLoader("heapdb.service", "templates"),
     autoescape=select_autoescape(default=True),
 )
@@ -68,7 +72,7 @@ def treemap_page(tag: str, root: int | None = None, limits: treemaps.Limits = tr
     return f"{base}?{urlencode(query)}" if query else base
 
 
-_templates.globals.update(
+templates.globals.update(
     human_bytes=human_bytes,
     treemap_page=treemap_page,
     treemap_colour=treemaps.colour,
@@ -78,12 +82,26 @@ _templates.globals.update(
     object_page=object_page,
     api_docs="/docs",
     summary_answers=SUMMARY_ANSWERS,  # what a pruned snapshot's page says it still answers
+    load_again=load_again,  # ... and how to bring its objects back
 )
 
 
 def wants_json(request: Request, twin: bool) -> bool:
     accept = request.headers.get("accept", "")
     return twin or ("application/json" in accept and "text/html" not in accept)
+
+
+def respond(request: Request, template: str, data: dict[str, Any], twin: bool) -> Response:
+    """``data`` as JSON for a twin (or a client that asks for JSON), else rendered by ``template``
+    with a link to its twin: the same URL with ``.json``, the same query."""
+    if wants_json(request, twin):
+        return JSONResponse(links.to_json(data))
+    here = request.url.path
+    twin_url = here + JSON_SUFFIX if here != "/" else "/.json"
+    if request.url.query:  # the same view's data: a treemap's root, a table's sort
+        twin_url += "?" + request.url.query
+    html = templates.get_template(template).render(**data, json_twin=twin_url)
+    return HTMLResponse(html)
 
 
 # --- signing in: with HEAPDB_API_TOKEN set, a browser gives the token once and keeps it in a cookie
@@ -121,7 +139,7 @@ def add_pages(app: FastAPI, questions: Callable[[], Questions], token: str | Non
     app.mount(STATIC, StaticFiles(directory=Path(__file__).parent / "static"), name="static")
 
     def login_form(request: Request, next: str = "/", wrong: bool = False) -> Response:
-        html = _templates.get_template("login.html").render(
+        html = templates.get_template("login.html").render(
             next=_local(next), wrong=wrong, needed=token is not None, json_twin=None
         )
         return HTMLResponse(html, status_code=401 if wrong else 200)
@@ -138,16 +156,6 @@ def add_pages(app: FastAPI, questions: Callable[[], Questions], token: str | Non
 
     app.add_api_route(LOGIN, login_form, include_in_schema=False, methods=["GET"])
     app.add_api_route(LOGIN, login, include_in_schema=False, methods=["POST"])
-
-    def respond(request: Request, template: str, data: dict[str, Any], twin: bool) -> Response:
-        if wants_json(request, twin):
-            return JSONResponse(links.to_json(data))
-        here = request.url.path
-        twin_url = here + JSON_SUFFIX if here != "/" else "/.json"
-        if request.url.query:  # the same view's data: a treemap's root, a table's sort
-            twin_url += "?" + request.url.query
-        html = _templates.get_template(template).render(**data, json_twin=twin_url)
-        return HTMLResponse(html)
 
     def snapshots(request: Request, twin: bool) -> Response:
         ask = questions()
@@ -172,18 +180,29 @@ def add_pages(app: FastAPI, questions: Callable[[], Questions], token: str | Non
         return respond(request, "snapshot.html", data, twin)
 
     def object_(request: Request, tag: str, object_id: int, twin: bool) -> Response:
+        view = ObjectView(**query_values(request, ObjectView))  # a bad value: a 422 page, not a 500
         ask = questions()
         found = ask.snapshot(tag)
-        why = ask.why_alive(found, object_id)
+        why = ask.why_alive(found, object_id, view.why)
+        details = ask.object(found, object_id, params.ObjectDetails(limit=view.limit))
+        retains = ask.retains(found, object_id, params.Retains(depth=RETAINS_DEPTH, limit=RETAINS_LIMIT))
         data = {
             "snapshot": found.as_dict(),
-            "details": ask.object(found, object_id, params.ObjectDetails(limit=NEIGHBOURS)),
+            "view": view.model_dump(),
+            "details": details,
             "why": why,
             "dominators": ask.dominators(found, object_id),
+            "retains": retains,
         }
         if not wants_json(request, twin):
             drawing = render.svg(why, link=lambda i: object_page(found.tag, i))
             data["why_svg"] = Markup(drawing[drawing.index("<svg") :])
+            data["tree"] = retained_tree(retains)
+            data["ignored_objects"] = {i: brief(ask, found, i) for i in view.ignore_id}
+            data["here"] = lambda **changes: object_view_url(found.tag, object_id, view, **changes)
+            more = min(view.limit * 4, params.MAX_LIMIT)
+            shown_all = details.incoming_count <= view.limit and details.outgoing_count <= view.limit
+            data["more"] = None if shown_all or view.limit >= params.MAX_LIMIT else more
         return respond(request, "object.html", data, twin)
 
     def treemap(request: Request, tag: str, twin: bool, limits: treemaps.Limits) -> Response:
@@ -208,6 +227,8 @@ def add_pages(app: FastAPI, questions: Callable[[], Questions], token: str | Non
         def snapshot_route(request: Request, tag: str, p: Annotated[params.Types, Query()]) -> Response:
             return snapshot(request, tag, twin, p)
 
+        # The view's parameters (ObjectView) are read from the query by object_ itself, so that a bad
+        # one is a ParameterError: an HTML page with a 422 (FastAPI's own check would answer JSON).
         def object_route(request: Request, tag: str, object_id: int) -> Response:
             return object_(request, tag, object_id, twin)
 
@@ -224,10 +245,68 @@ def add_pages(app: FastAPI, questions: Callable[[], Questions], token: str | Non
     routes(twin=False)
 
 
+# --- the object page's view: why-alive ignores and how many references, all in the URL
+
+
+class ObjectView(params.Why):
+    """An object page's query: the why-alive parameters (ignores, ``k``) and the references' limit."""
+
+    limit: int = Field(NEIGHBOURS, ge=1, le=params.MAX_LIMIT, description="References to list in each direction.")
+
+    @property
+    def why(self) -> params.Why:
+        return params.Why(**self.model_dump(include=set(params.Why.model_fields)))
+
+
+def query_values(request: Request, model: type[params.Params]) -> dict[str, Any]:
+    """The query's values of ``model``'s fields: every value of a repeatable one, the last of others."""
+    values: dict[str, Any] = {}
+    for name, field in model.model_fields.items():
+        given = request.query_params.getlist(name)
+        if given:
+            values[name] = tuple(given) if isinstance(field.default, tuple) else given[-1]
+    return values
+
+
+def object_view_url(tag: str, object_id: int, view: ObjectView, **changes: Any) -> str:
+    """The object page with ``view`` changed by ``changes``, defaults left out of the query."""
+    changed = {k: tuple(v) if isinstance(v, list) else v for k, v in changes.items()}  # () is the default
+    query = view.model_copy(update=changed).model_dump(exclude_defaults=True)
+    base = object_page(tag, object_id)
+    return f"{base}?{urlencode(query, doseq=True)}" if query else base
+
+
+def brief(ask: Questions, found: Snapshot, object_id: int) -> ObjectInfo | None:
+    """An object of the snapshot without its references; None for an id the snapshot has not."""
+    try:
+        return ask.object(found, object_id, params.ObjectDetails(limit=0)).object
+    except NotFound:
+        return None
+
+
+def retained_tree(retains: Retains) -> dict[str, Any]:
+    """What the target retains as nested nodes under their dominators, largest first, from the target's
+    own: each node ``{"object", "children", "unlisted"}``, ``unlisted`` counting the objects it
+    retains that the bounds left out."""
+    info: dict[int, ObjectInfo] = {o.id: o for o in retains.objects}
+    children: dict[int, list[int]] = {}
+    for parent, child in retains.edges:  # level by level, largest first: so is each parent's share
+        children.setdefault(parent, []).append(child)
+
+    def node(object_id: int) -> dict[str, Any]:
+        kids = [node(c) for c in children.get(object_id, [])]
+        o = info[object_id]
+        # In the dominator tree an object retains itself and its children's subtrees, nothing else.
+        unlisted = o.retained_count - 1 - sum(k["object"].retained_count for k in kids)
+        return {"object": o, "children": kids, "unlisted": max(unlisted, 0)}
+
+    return node(retains.target.id)
+
+
 def error_page(request: Request, status: int, message: str) -> Response | None:
     """An HTML error for a page request (None for the API and JSON twins, which answer JSON)."""
     path = request.url.path
     if path.startswith("/api/") or path.endswith(JSON_SUFFIX) or wants_json(request, False):
         return None
-    html = _templates.get_template("error.html").render(status=status, message=message, json_twin=None)
+    html = templates.get_template("error.html").render(status=status, message=message, json_twin=None)
     return HTMLResponse(html, status_code=status)

@@ -5,15 +5,19 @@ compression ratio: each piece of compressed input yields at most a few MiB of ou
 from __future__ import annotations
 
 import os
+import shutil
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Protocol
 
-from heapdb.errors import FormatError, UnsupportedEncoding, UploadError, UploadTooLarge
+from heapdb.errors import FormatError, NoSpace, UnsupportedEncoding, UploadError, UploadTooLarge
 from heapdb.units import human_bytes
 
 DEFAULT_MAX_UPLOAD_BYTES = 16 << 30  # the largest snapshot the service takes, decompressed
+# Free disk an upload must leave beside the spool: a load's Neo4j store grows by several times the
+# snapshot's size, and a full disk stops Neo4j for everyone, not only this upload.
+DEFAULT_MIN_FREE_BYTES = 4 << 30
 GZIP_OUTPUT = 4 << 20  # bytes of output per call into zlib
 ZSTD_INPUT = 1024  # compressed bytes per call into zstd: at most 128 KiB of output per 4 bytes of input
 ENCODINGS = ("identity", "gzip", "zstd")
@@ -28,6 +32,30 @@ def max_upload_bytes() -> int:
     if not value.isdigit() or int(value) < 1:
         raise ConfigError(f"HEAPDB_MAX_UPLOAD_BYTES must be a positive number of bytes, got {value!r}")
     return int(value)
+
+
+def min_free_bytes() -> int:
+    """``HEAPDB_MIN_FREE_BYTES``: the free disk an upload must leave in the spool's file system (0: no check)."""
+    from heapdb.errors import ConfigError
+
+    value = os.environ.get("HEAPDB_MIN_FREE_BYTES", str(DEFAULT_MIN_FREE_BYTES))
+    if not value.isdigit():
+        raise ConfigError(f"HEAPDB_MIN_FREE_BYTES must be a number of bytes, got {value!r}")
+    return int(value)
+
+
+def check_room(directory: Path, needed: int, reserve: int) -> None:
+    """Refuse (507) when writing ``needed`` more bytes into ``directory`` would leave less than
+    ``reserve`` free on its file system."""
+    if reserve == 0:
+        return
+    directory.mkdir(parents=True, exist_ok=True)
+    free = shutil.disk_usage(directory).free
+    if free - needed < reserve:
+        raise NoSpace(
+            f"no room for the upload: {human_bytes(free)} free in {directory}, and the service keeps "
+            f"{human_bytes(reserve)} free (HEAPDB_MIN_FREE_BYTES) for loads and Neo4j"
+        )
 
 
 def encoding_of(content_encoding: str | None, content_type: str | None) -> str:
@@ -129,12 +157,13 @@ class Spooler:
     """Writes one upload to ``path``; :meth:`finish` checks it is whole and a snapshot, and returns
     its format. On any error the caller calls :meth:`discard`, which leaves nothing behind."""
 
-    def __init__(self, path: Path, encoding: str, limit: int) -> None:
+    def __init__(self, path: Path, encoding: str, limit: int, reserve: int = 0) -> None:
         from heapdb.loader.formats import SNIFF_BYTES
 
         self.path = path
         self.encoding = encoding
         self.limit = limit
+        self.reserve = reserve  # free bytes to leave on the disk (HEAPDB_MIN_FREE_BYTES)
         self.received = 0
         self.stored = 0
         self.format: str | None = None
@@ -149,6 +178,8 @@ class Spooler:
             raise self._too_large()
         for piece in self._decoder.feed(chunk):
             self._store(piece)
+        # Once per chunk (a few MiB): the disk fills from other writers too, Neo4j first of all.
+        check_room(self.path.parent, 0, self.reserve)
 
     def _store(self, piece: bytes) -> None:
         self.stored += len(piece)

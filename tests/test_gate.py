@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import random
 import subprocess
 import uuid
 import xml.etree.ElementTree as ET
@@ -25,13 +26,14 @@ from heapdb.db import Database
 from heapdb.errors import NotFound, ParameterError
 from heapdb.loader import store
 from heapdb.loader.store.signatures import order_key, summarise
+from heapdb.loader.store.summaries import held_under
 from heapdb.queries import params
 from heapdb.queries.gate import classify, threshold_bytes
 from heapdb.queries.questions import Questions
 from heapdb.queries.results import GateFinding, GateReport, ObjectRef
-from heapdb.queries.thresholds import parse_threshold
 from heapdb.service.app import create_app
 from heapdb.service.links import to_json
+from heapdb.units import parse_threshold
 from tests.support.v8 import JS_DIR
 
 BUILDS = range(1, 11)
@@ -63,6 +65,24 @@ def test_bad_thresholds_are_parameter_errors(text: str) -> None:
         parse_threshold(text)
     with pytest.raises(ParameterError, match="max_growth"):
         params.Gate(max_growth=text)
+
+
+def brute_held(paths: list[str], retained: list[int]) -> list[int]:
+    return [
+        max([retained[i]] + [r for q, r in zip(paths, retained) if q.startswith(p + " / ")])
+        for i, p in enumerate(paths)
+    ]
+
+
+def test_held_under_is_the_most_any_extending_path_retains() -> None:
+    hops = ["a", "b", "a / b", "c", "system", "system / Context", "[#]"]  # hop names with the separator in them
+    rng = random.Random(7)
+    for _ in range(300):
+        paths = sorted({" / ".join(rng.choices(hops, k=rng.randint(1, 5))) for _ in range(rng.randint(1, 40))})
+        rng.shuffle(paths)
+        retained = [rng.randint(0, 10_000) for _ in paths]
+        assert held_under(paths, retained) == brute_held(paths, retained), (paths, retained)
+    assert held_under([], []) == []
 
 
 def test_a_percentage_is_of_the_reachable_heap() -> None:
@@ -225,6 +245,20 @@ def test_the_gate_fails_where_the_leak_appears_and_passes_before_and_after(build
 
 
 @pytest.mark.node
+def test_each_stored_path_group_holds_what_its_extensions_retain(database: Database, builds) -> None:
+    tags, _reports = builds
+    rows = database.read(
+        "MATCH (s:Snapshot {tag: $tag}) MATCH (g:PathGroup {sid: s.sid}) RETURN g.path AS path, "
+        "g.retained_size AS retained, g.held AS held",
+        {"tag": tags[4]},
+    )
+    assert len(rows) > 100
+    expected = brute_held([r["path"] for r in rows], [r["retained"] for r in rows])
+    assert [r["held"] for r in rows] == expected
+    assert any(r["held"] > r["retained"] for r in rows)  # paths that hold more below them than themselves
+
+
+@pytest.mark.node
 def test_history_says_first_seen_4_last_seen_7_fixed(database: Database, builds) -> None:
     _tags, reports = builds
     leak = _leak(reports[4])
@@ -303,3 +337,74 @@ def test_dropping_a_snapshot_keeps_the_history(database: Database, builds) -> No
     rows = CliRunner().invoke(main, ["query", "signature-history", "--param", f"sig={signature}", "--json"])
     assert rows.exit_code == 0, rows.output
     assert str(before.observations[3].retained_size) in rows.stdout
+
+
+# A team's thresholds in its rule set: high enough that build 4's leak passes.
+LENIENT = 'version = 1\n\n[gate]\nmin_bytes = "1GB"\nmax_growth = "100GB"\n'
+
+
+@pytest.mark.node
+def test_thresholds_come_from_the_rule_sets_gate_table_unless_given(database: Database, builds, tmp_path: Path) -> None:
+    tags, _reports = builds
+    rule_file = tmp_path / "team.toml"
+    rule_file.write_text(LENIENT, encoding="utf-8")
+    gate = ["gate", "--baseline", tags[3], "--candidate", tags[4], "--no-record", "--rules", str(rule_file)]
+
+    # The file's [gate] lets the leak through; what the command line gives still wins.
+    lenient = CliRunner().invoke(main, gate)
+    assert lenient.exit_code == 0, lenient.output
+    assert f"max_growth, min_bytes from rule file {rule_file}, [gate] at line 3" in lenient.stdout
+    # A low floor lists thousands of candidate paths: each reads its stored `held`, so it answers
+    # well within the query timeout (matching every path against every other did not).
+    strict = CliRunner().invoke(main, [*gate, "--min-bytes", "1000", "--json"])
+    assert strict.exit_code == 1, strict.output
+    answer = json.loads(strict.stdout)
+    assert answer["min_bytes"] == 1000 and answer["max_growth"] == "100GB"
+    assert answer["thresholds_from"].startswith("min_bytes from the command; max_growth from rule file")
+
+    # A stored rule set, named over REST; an unknown one is a 404, a file path is no name at all.
+    name = f"gate-{uuid.uuid4().hex[:8]}"
+    added = CliRunner().invoke(main, ["rules", "add", str(rule_file), "--name", name])
+    assert added.exit_code == 0, added.output
+    try:
+        client = TestClient(create_app())
+        rest = client.get("/api/gate", params={"baseline": tags[3], "candidate": tags[4], "rules": name})
+        assert rest.status_code == 200, rest.text
+        assert rest.json()["passed"] is True and rest.json()["min_bytes"] == 10**9
+        assert f"rule set {name} version 1" in rest.json()["thresholds_from"]
+        given = client.get(
+            "/api/gate", params={"baseline": tags[3], "candidate": tags[4], "rules": name, "min_bytes": 262144}
+        )
+        assert given.json()["passed"] is False
+        assert (
+            client.get(
+                "/api/gate", params={"baseline": tags[3], "candidate": tags[4], "rules": "no-such-set"}
+            ).status_code
+            == 404
+        )
+        assert (
+            client.get(
+                "/api/gate", params={"baseline": tags[3], "candidate": tags[4], "rules": str(rule_file)}
+            ).status_code
+            == 422
+        )
+
+        # Without --rules, the rules the candidate was loaded with; once they are gone, the defaults and a note.
+        again = f"{tags[4]}-ruled"
+        snapshot = _write_build(4, tmp_path / "build-4.heapsnapshot")
+        loaded = CliRunner().invoke(main, ["load", str(snapshot), "--tag", again, "--rules", name])
+        assert loaded.exit_code == 0, loaded.output
+        own = Questions(database).gate(tags[3], again)
+        assert own.passed and own.thresholds_from == (
+            f"max_growth, min_bytes from the candidate's rule set {name} version 1, [gate] at line 3; "
+            "the rest heapdb's defaults"
+        )
+        assert CliRunner().invoke(main, ["rules", "remove", name, "--yes"]).exit_code == 0
+        gone = CliRunner().invoke(main, ["gate", "--baseline", tags[3], "--candidate", again, "--no-record"])
+        assert gone.exit_code == 1, gone.output
+        assert f"note: the candidate's rule set {name} version 1 is no longer stored" in gone.stdout
+        assert "thresholds: heapdb's defaults" in gone.stdout
+    finally:
+        CliRunner().invoke(main, ["rules", "remove", name, "--yes"])
+        with contextlib.suppress(NotFound):
+            store.drop(database, f"{tags[4]}-ruled")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -448,3 +449,59 @@ def test_decoders_bound_their_output_and_notice_a_cut(tmp_path: Path) -> None:
             cut.finish()
         cut.discard()
         assert not (tmp_path / "y").exists()
+
+
+def test_the_spooler_stops_when_the_disk_would_fill(tmp_path: Path) -> None:
+    """Checked as the upload streams in, since other writers (Neo4j first) fill the disk too."""
+    from heapdb.errors import NoSpace
+    from heapdb.service.spool import Spooler
+
+    chunk = 4 << 20
+    reserve = shutil.disk_usage(tmp_path).free - 3 * chunk  # room for about three chunks
+    spooler = Spooler(tmp_path / "x", "identity", 1 << 40, reserve)
+    spooler.format = "test"
+    written = 0
+    with pytest.raises(NoSpace, match="HEAPDB_MIN_FREE_BYTES"):
+        for _ in range(64):  # 256 MiB: far past the room left
+            spooler.write(b"\0" * chunk)
+            written += chunk
+    assert 0 < written < 16 * chunk
+    spooler.discard()
+    assert not (tmp_path / "x").exists()
+
+
+def test_a_full_queue_or_a_full_disk_refuses_uploads_before_the_body(
+    database: Database, small_snapshot: Path, big_snapshot: Path, tmp_path: Path
+) -> None:
+    # Jobs of this host that have not ended (another test's, whose service was killed) count too.
+    waiting = len(jobs.JobStore(lambda: database).unfinished_here())
+    queue = ServiceProcess(tmp_path / "spool", tmp_path / "queue.log", HEAPDB_MAX_QUEUED=str(waiting + 1)).start()
+    try:
+        with queue.client() as client:
+            first = upload(client, unique_tag("queued"), big_snapshot.read_bytes())
+            assert first.status_code == 202, first.text
+            refused = upload(client, unique_tag("full"), small_snapshot.read_bytes())
+            assert refused.status_code == 503, refused.text
+            assert "HEAPDB_MAX_QUEUED" in refused.json()["error"] and int(refused.headers["Retry-After"]) > 0
+            assert client.post("/api/snapshots", params={"tag": unique_tag("full"), "check": "true"}).status_code == 503
+            assert all(name.startswith(first.json()["id"]) for name in spool_files(queue))  # the refused left none
+            assert client.delete(f"/api/jobs/{first.json()['id']}").status_code == 202
+            wait_for_phase(client, first.json()["id"], jobs.ENDED)
+    finally:
+        queue.stop()
+
+    free = shutil.disk_usage(tmp_path).free
+    full = ServiceProcess(
+        tmp_path / "spool2", tmp_path / "full.log", HEAPDB_MIN_FREE_BYTES=str(free + (1 << 30))
+    ).start()
+    try:
+        with full.client() as client:
+            tag = unique_tag("nospace")
+            refused = upload(client, tag, small_snapshot.read_bytes())
+            assert refused.status_code == 507, refused.text
+            assert "HEAPDB_MIN_FREE_BYTES" in refused.json()["error"]
+            assert spool_files(full) == []
+            assert client.get("/api/jobs", params={"tag": tag}).json() == []
+    finally:
+        full.stop()
+    assert not visible(database, tag)

@@ -53,6 +53,9 @@ TOOLS = {
     "diff",
     "growth",
     "suspects",
+    "lifelines",
+    "heapdomstats",
+    "gate",
     "signatures",
     "signature",
     "queries",
@@ -348,3 +351,31 @@ def test_handles_expire_and_are_bounded() -> None:
     fresh = json.loads(pages.first(data, ("rows",)))["page"]
     with pytest.raises(ParameterError, match="cursor"):
         pages.page(fresh["handle"], "not-a-cursor")
+
+
+def test_lifelines_heapdomstats_and_the_gate_answer_as_the_python_api(
+    database: Database, loaded: dict[str, str]
+) -> None:
+    baseline, final = loaded["baseline"], loaded["final"]
+    found: dict[str, Any] = {}
+
+    async def agent(client: ClientSession) -> None:
+        found["lifelines"] = await whole(client, "lifelines", ("steps",), tag=final, type="LeakedItem")
+        found["heapdomstats"] = await whole(client, "heapdomstats", ("rows",), tag=final)
+        found["gate"] = await whole(
+            client, "gate", ("findings", "known"), baseline=baseline, candidate=final, min_bytes=65536
+        )
+
+    over_stdio(agent)
+    questions = Questions(database)
+    lifelines = questions.lifelines(final, params.Lifelines(type="LeakedItem"))
+    assert lifelines.objects > 0  # leak.js leaks LeakedItem objects
+    assert joined(found["lifelines"], "steps") == as_agent_sees(lifelines)["steps"]
+    assert found["lifelines"][0]["objects"] == lifelines.objects
+    stats = questions.heapdomstats(final, params.HeapDomStats())
+    assert stats.rows and joined(found["heapdomstats"], "rows") == as_agent_sees(stats)["rows"]
+    gate = questions.gate(baseline, final, params.Gate(min_bytes=65536))
+    assert not gate.passed  # the final snapshot holds what leak.js leaked since the baseline
+    answer = found["gate"][0]
+    assert answer["passed"] is False and answer["min_bytes"] == 65536
+    assert joined(found["gate"], "findings") == as_agent_sees(gate)["findings"]

@@ -7,7 +7,6 @@ Screenshots go to ``$HEAPDB_SCREENSHOTS`` (default ``test-artifacts/screenshots`
 
 from __future__ import annotations
 
-import os
 import re
 import uuid
 from html import unescape
@@ -20,27 +19,21 @@ import pytest
 from fastapi.testclient import TestClient
 
 from heapdb.db import Database
-from heapdb.loader import store
 from heapdb.queries import params
 from heapdb.queries.questions import Questions
 from heapdb.service import links, pages
 from heapdb.service.app import create_app
 from tests.support.chromium import ChromiumPage
+from tests.support.pages import SCREENSHOTS, loaded_for_pages
 from tests.support.serving import served
-from tests.support.snapshots import Loaded, load_snapshot
-
-REPO = Path(__file__).resolve().parent.parent
-SCREENSHOTS = Path(os.environ.get("HEAPDB_SCREENSHOTS", REPO / "test-artifacts" / "screenshots"))
+from tests.support.snapshots import Loaded
 
 
 @pytest.fixture(scope="module")
 def loaded(database: Database, leak_snapshot: Path):
     # A tag with a slash and a `.json` end: one path segment, and never taken for a JSON twin.
-    snapshot = load_snapshot(database, leak_snapshot, "pages")
-    tag = f"release/{uuid.uuid4().hex[:6]}.json"
-    database.write("MATCH (s:Snapshot {tag: $old}) SET s.tag = $tag", {"old": snapshot.tag, "tag": tag})
-    yield Loaded(tag, snapshot.graph, snapshot.result)
-    store.drop(database, tag)
+    with loaded_for_pages(database, leak_snapshot, "pages", f"release/{uuid.uuid4().hex[:6]}.json") as loaded:
+        yield loaded
 
 
 @pytest.fixture(scope="module")

@@ -10,23 +10,18 @@ import httpx
 import pytest
 
 from heapdb.db import Database
-from heapdb.loader import store
 from heapdb.service import pages
 from heapdb.service.app import create_app
 from tests.support.chromium import ChromiumPage
+from tests.support.pages import AXE, IMPACTS, loaded_for_pages
 from tests.support.serving import served
-from tests.support.snapshots import Loaded, load_snapshot
-
-REPO = Path(__file__).resolve().parent.parent
-AXE = REPO / "tests" / "js" / "node_modules" / "axe-core" / "axe.min.js"
-IMPACTS = ("serious", "critical")
+from tests.support.snapshots import Loaded
 
 
 @pytest.fixture(scope="module")
 def loaded(database: Database, leak_snapshot: Path):
-    snapshot = load_snapshot(database, leak_snapshot, "a11y")
-    yield snapshot
-    store.drop(database, snapshot.tag)
+    with loaded_for_pages(database, leak_snapshot, "a11y") as loaded:
+        yield loaded
 
 
 def test_every_page_type_passes_axe(database: Database, loaded: Loaded) -> None:

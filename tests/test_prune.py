@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
@@ -35,8 +36,13 @@ from heapdb.loader.store.snapshots import Snapshot
 from heapdb.neo4j_server import free_port
 from heapdb.queries import params
 from heapdb.queries.questions import Questions
+from heapdb.service import pages
 from heapdb.service.app import create_app
+from heapdb.units import human_bytes
+from tests.support.chromium import ChromiumPage
+from tests.support.pages import SCREENSHOTS
 from tests.support.purging import kill_the_purger, no_purger_at_work, wait_until
+from tests.support.serving import served
 
 PREFIX = "test-prune-"
 
@@ -266,6 +272,79 @@ def test_object_questions_refuse_a_summary(database: Database, loaded: tuple[str
     # Read back for `heapdb reanalyze`: refused the same way.
     result = CliRunner().invoke(main, ["reanalyze", pruned])
     assert result.exit_code == 1 and "was pruned on" in result.stderr, result.output
+
+
+def test_a_person_in_chromium_sees_a_pruned_snapshot_as_its_summary(database: Database) -> None:
+    """The summary-only page in a real headless Chromium: the notice, the types with their sizes,
+    nothing that needs objects, and no link on it that leads to a 410."""
+    no_purger_at_work(database)
+    mine = f"{PREFIX}{uuid.uuid4().hex[:8]}-"
+    old = load_synthetic(database, f"{mine}summary-page")
+    newer = load_synthetic(database, f"{mine}newer")
+    try:
+        plan = prune.prune(database, 1, others(database, mine), wait=True)
+        assert [s.tag for s in plan.pruned] == [old.tag]
+        assert counts(database, old.sid)["objects"] == 0
+        pruned = store.get_snapshot(database, old.tag)
+        assert pruned.summary and pruned.pruned_at
+        types = Questions(database).types(old.tag, params.Types())
+        assert types, "a pruned snapshot keeps its types"
+        page = pages.page_path(pages.SNAPSHOT, tag=old.tag)
+        with served(create_app(token="")) as port, ChromiumPage("about:blank", timeout=60) as browser:
+            base = f"http://127.0.0.1:{port}"
+            # From the list, as a person gets there: the row says summary, its tag links the page.
+            browser.goto(base + "/")
+            row = browser.evaluate(
+                f"[...document.querySelectorAll('tbody tr')].find(tr => tr.querySelector('th').innerText === {old.tag!r})"
+                ".innerText"
+            )
+            assert f"summary (pruned {pruned.pruned_at})" in row, row
+            assert browser.evaluate(f"document.querySelectorAll('a[href=\"{page}\"]').length") == 1
+            # Opened by its URL, not clicked: in the default 780 px window the list squeezes the tag
+            # column so that the link wraps over 14 lines and follow() clicks beside it.
+            browser.goto(base + page)
+            text = browser.evaluate("document.querySelector('main').innerText")
+            assert f"Summary only: this snapshot was pruned on {pruned.pruned_at}." in text, text
+            assert f"so it still answers {prune.SUMMARY_ANSWERS}." in text, text
+            assert f"To ask about its objects, load its file again: {prune.load_again(pruned.source, old.tag)}." in text
+            assert browser.evaluate("document.querySelector('[role=note] strong').innerText") == "Summary only"
+            # The types table, as the stored groups answer it: names and sizes, largest self size first.
+            rows = browser.evaluate(
+                "[...document.querySelectorAll('section[aria-labelledby=types-title] tbody tr')]"
+                ".map(tr => [...tr.cells].map(c => c.innerText))"
+            )
+            assert rows == [
+                [
+                    t.type,
+                    f"{t.count:,}",
+                    human_bytes(t.self_size),
+                    human_bytes(t.retained_size),
+                    human_bytes(t.max_retained_size),
+                ]
+                for t in types
+            ]
+            assert all(r[2] != "0 B" for r in rows[:3]), rows
+            # Nothing that needs objects: no top retainers, no root, no treemap, no object links.
+            headings = browser.evaluate("[...document.querySelectorAll('h2')].map(h => h.innerText)")
+            assert headings == ["Types"], headings
+            assert "What retains most" not in text and "Dominator treemap" not in text
+            hrefs: list[str] = browser.evaluate("[...document.querySelectorAll('a[href]')].map(a => a.href)")
+            assert not [h for h in hrefs if "/objects/" in h or "/treemap" in h], hrefs
+            browser.screenshot(SCREENSHOTS / "snapshot-summary.png")
+            # Every link left on the page answers (none leads to a 410 error page).
+            assert {h: httpx.get(h).status_code for h in hrefs} == dict.fromkeys(hrefs, 200)
+            # Sorting the types still works on a summary.
+            sorted_url = browser.follow('a[href^="?sort=count"]')
+            assert "sort=count" in sorted_url and browser.evaluate("!!document.querySelector('[aria-sort]')")
+            assert browser.problems == [], browser.problems
+            # A bookmarked treemap (a page that needs objects) explains itself with the 410 page.
+            browser.goto(base + pages.treemap_page(old.tag))
+            gone = browser.evaluate("document.querySelector('main').innerText")
+            assert gone.startswith("410") and f"snapshot {old.tag!r} was pruned on {pruned.pruned_at}" in gone, gone
+            assert [p for p in browser.problems if "410" not in p] == [], browser.problems
+    finally:
+        for tag in (old.tag, newer.tag):
+            store.drop(database, tag, wait=True)
 
 
 # --- interruption and the schedule, on synthetic heaps

@@ -228,6 +228,17 @@ def test_groups_switch_rules_off() -> None:
         rule_set.with_groups(disable=["nope"])
 
 
+def test_the_gate_table_gives_thresholds_as_written() -> None:
+    text = (
+        "version = 1\n\n[gate]\nmax_growth = 2000000\nmin_bytes = '64KiB'\nfail_on = ['growth', 'suspects', 'growth']\n"
+    )
+    gate = parse_rules(text).gate
+    assert gate is not None and gate.line == 3
+    assert gate.given() == {"max_growth": "2000000", "min_bytes": 65536, "fail_on": ("growth", "suspects")}
+    assert parse_rules("version = 1\n[gate]\nmin_bytes = 10\n").gate.given() == {"min_bytes": 10}  # type: ignore[union-attr]
+    assert parse_rules(rules('[[weak]]\nto = "A"\n')).gate is None
+
+
 def test_load_rules_reads_a_file(tmp_path: Path) -> None:
     path = tmp_path / "r.toml"
     path.write_text(rules('[[weak]]\nto = "A"\n'), encoding="utf-8")
@@ -286,6 +297,14 @@ ERRORS = [
     ("version = 1\n[groups.core]\nenabled = 'no'\n", 3, "groups.core.enabled: expected true or false"),
     ("version = 1\n[groups.core]\nenabld = true\n", 3, "unknown key 'enabld'"),
     ("version = 1\n[groups]\ncore = 3\n", 3, "groups.core: expected a table"),
+    ("version = 1\n[gate]\nmax_growth = 'lots'\n", 3, "gate.max_growth: 'lots' is not a size"),
+    ("version = 1\n[gate]\nmax_growth = true\n", 3, "gate.max_growth: expected a size such as 256KiB or 5%"),
+    ("version = 1\n[gate]\n\nmin_bytes = '5%'\n", 4, "gate.min_bytes: expected a size of at least 1 byte"),
+    ("version = 1\n[gate]\nmin_bytes = 0\n", 3, "got 0"),
+    ("version = 1\n[gate]\nfail_on = 'growth'\n", 3, "gate.fail_on: expected a list of checks"),
+    ("version = 1\n[gate]\nfail_on = ['growth', 'leaks']\n", 3, "unknown check 'leaks'"),
+    ("version = 1\n[gate]\nmax_grow = '5%'\n", 3, "gate: unknown key 'max_grow'"),
+    ("version = 1\n[[gate]]\nmin_bytes = 1\n", 2, "gate: expected a [gate] table"),
 ]
 
 

@@ -7,7 +7,6 @@ Screenshots go to ``$HEAPDB_SCREENSHOTS`` (default ``test-artifacts/screenshots`
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from pathlib import Path
@@ -18,22 +17,18 @@ import pytest
 from fastapi.testclient import TestClient
 
 from heapdb.db import Database
-from heapdb.loader import store
 from heapdb.service import pages, treemap
 from heapdb.service.app import create_app
 from tests.support.chromium import ChromiumPage
+from tests.support.pages import SCREENSHOTS, loaded_for_pages
 from tests.support.serving import served
-from tests.support.snapshots import Loaded, load_snapshot
-
-REPO = Path(__file__).resolve().parent.parent
-SCREENSHOTS = Path(os.environ.get("HEAPDB_SCREENSHOTS", REPO / "test-artifacts" / "screenshots"))
+from tests.support.snapshots import Loaded
 
 
 @pytest.fixture(scope="module")
 def loaded(database: Database, leak_snapshot: Path):
-    snapshot = load_snapshot(database, leak_snapshot, "treemap")
-    yield snapshot
-    store.drop(database, snapshot.tag)
+    with loaded_for_pages(database, leak_snapshot, "treemap") as loaded:
+        yield loaded
 
 
 @pytest.fixture(scope="module")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -83,14 +84,23 @@ def gate(
     signature new in the candidate retaining at least --min-bytes, or a path that grew by more than
     --max-growth (bytes such as 2MB, or a percentage of the baseline's reachable heap such as 5%).
 
+    Thresholds the command line does not give come from the [gate] table of --rules (a rule file
+    or a stored rule set's name), else of the rules the candidate was loaded with, else the defaults
+    shown (docs/rules.md).
+
     Compares the two loaded snapshots by retainer path (no stable ids needed). Leaks that the
     candidate's rules mark as known_leak are reported but never fail. With --record (the default)
     both builds and the leak signatures are remembered, so `heapdb history SIGNATURE` shows where
     a leak came and went; a build is named by the snapshot's `--meta build=N`, else its tag.
     """
+    rule_file = None
+    if p.rules is not None and (os.path.isfile(p.rules) or os.sep in p.rules):
+        from heapdb.loader.rules import load_rules  # stored names have no "/": this is a file
+
+        rule_file, p = load_rules(p.rules), p.model_copy(update={"rules": None})
     with db.connect() as database:
         questions = Questions(database, timeout)
-        report = questions.gate(baseline, candidate, p)
+        report = questions.gate(baseline, candidate, p, rule_file)
         if record:
             questions.record_gate(report)
     if junit_out is not None:

@@ -35,7 +35,14 @@ def question_options(model: type[Params], *, argument: str = "p") -> Callable[[F
     def decorate(command: F) -> F:
         @functools.wraps(command)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            values = {name: kwargs.pop(name) for name in model.model_fields}
+            # Only what the command line gave, so that the model knows which values were chosen
+            # (``model_fields_set``): the gate takes the others from a rule set's [gate] table.
+            context = click.get_current_context()
+            values = {}
+            for name in model.model_fields:
+                value = kwargs.pop(name)
+                if context.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT:
+                    values[name] = value
             return command(*args, **{argument: model(**values)}, **kwargs)
 
         for name, info in reversed(model.model_fields.items()):

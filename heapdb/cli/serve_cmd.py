@@ -52,7 +52,8 @@ def serve(host: str, port: int, timeout: float | None, workers: int, insecure_no
     Neo4j is found as for every command (NEO4J_URI, the config file, else the managed instance).
     With HEAPDB_API_TOKEN set, every /api call but /api/health needs `Authorization: Bearer <token>`.
     Uploads (`heapdb push`, POST /api/snapshots) need HEAPDB_API_WRITE_TOKEN, without which the
-    service takes none; HEAPDB_MAX_LOADS, HEAPDB_MAX_UPLOAD_BYTES and HEAPDB_SPOOL_DIR bound them.
+    service takes none; HEAPDB_MAX_LOADS, HEAPDB_MAX_QUEUED, HEAPDB_MAX_UPLOAD_BYTES,
+    HEAPDB_MIN_FREE_BYTES and HEAPDB_SPOOL_DIR bound them.
     Without it, only a loopback address (127.0.0.1, ::1, localhost) is served: any other --host is
     refused unless --insecure-no-token says that anyone who can reach it may read every snapshot.
     """

@@ -15,6 +15,7 @@ from enum import StrEnum
 from functools import cached_property
 
 from heapdb.errors import RuleError
+from heapdb.gatecheck import GateCheck
 from heapdb.loader.graph import EdgeKind
 
 FORMAT_VERSION = 1
@@ -195,14 +196,31 @@ class Group:
 
 
 @dataclass(frozen=True)
+class GateThresholds:
+    """A rule file's ``[gate]`` table: the team's thresholds for ``heapdb gate``; None where the
+    table leaves a threshold to the gate's own default."""
+
+    line: int
+    max_growth: str | None = None  # as written: "10%", "2MB", "1048576"
+    min_bytes: int | None = None
+    fail_on: tuple[GateCheck, ...] | None = None
+
+    def given(self) -> dict[str, object]:
+        """The thresholds the table sets, by the gate parameter's name."""
+        values = {"max_growth": self.max_growth, "min_bytes": self.min_bytes, "fail_on": self.fail_on}
+        return {name: value for name, value in values.items() if value is not None}
+
+
+@dataclass(frozen=True)
 class RuleSet:
-    """Every rule of one rule file, in file order, and the groups they belong to."""
+    """Every rule of one rule file, in file order, the groups they belong to, and its gate thresholds."""
 
     version: int
     rules: tuple[Rule, ...]
     groups: tuple[Group, ...] = ()
     path: str | None = None
     text: str = field(default="", repr=False)
+    gate: GateThresholds | None = None
 
     @property
     def group_names(self) -> tuple[str, ...]:

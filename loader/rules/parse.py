@@ -15,7 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
-from heapdb.errors import RuleError
+from heapdb.errors import ParameterError, RuleError
+from heapdb.gatecheck import GATE_CHECKS
 from heapdb.loader.analysis import MAX_OWNS_WEIGHT
 from heapdb.loader.graph import EDGE_KIND_NAMES, EdgeKind
 from heapdb.loader.rules.model import (
@@ -23,6 +24,7 @@ from heapdb.loader.rules.model import (
     FORMAT_VERSION,
     GROUP_NAME,
     BucketRule,
+    GateThresholds,
     Group,
     IgnoreRule,
     InternalRule,
@@ -39,6 +41,7 @@ from heapdb.loader.rules.model import (
     VerdictRule,
     WeakRule,
 )
+from heapdb.units import parse_threshold
 
 MAX_WEIGHT = MAX_OWNS_WEIGHT
 
@@ -59,7 +62,8 @@ RULE_KEYS: dict[str, tuple[str, ...]] = {
     "verdict": ("note", "object", *REFERENCE_KEYS),
 }
 RULE_KINDS = tuple(RULE_KEYS)
-TOP_KEYS = ("version", "groups", *RULE_KINDS)
+GATE_KEYS = ("max_growth", "min_bytes", "fail_on")
+TOP_KEYS = ("version", "groups", "gate", *RULE_KINDS)
 
 _TOML_POSITION = re.compile(r"\s*\(at line (\d+), column \d+\)\s*$")
 
@@ -133,6 +137,14 @@ class _Locator:
                 return line
         return header + 1
 
+    def table(self, name: str, key: str) -> int | None:
+        """The line of ``key`` in the single table ``[name]``."""
+        for i, header in self.headers:
+            if header == name and not self.lines[i].lstrip().startswith("[["):
+                end = next((j for j, _ in self.headers if j > i), len(self.lines))
+                return self._key_line(i + 1, end, (key,))
+        return None
+
     def group(self, name: str, keys: tuple[str, ...] = ()) -> int | None:
         for i, header in self.headers:
             if header == f"groups.{name}":
@@ -186,7 +198,7 @@ class _Parser:
         for key in data:
             if key not in TOP_KEYS:
                 self.fail(
-                    f"unknown rule kind {key!r} (expected one of: {', '.join(RULE_KINDS)}; or version, groups)",
+                    f"unknown rule kind {key!r} (expected one of: {', '.join(RULE_KINDS)}; or version, groups, gate)",
                     self.locate.top(key),
                 )
 
@@ -214,7 +226,44 @@ class _Parser:
             if rule.group != DEFAULT_GROUP and rule.group not in declared:
                 declared.add(rule.group)
                 groups.append(Group(rule.group))
-        return RuleSet(version=version, rules=ordered, groups=tuple(groups), path=self.path, text=self.text)
+        gate = self.gate(data["gate"]) if "gate" in data else None
+        return RuleSet(version=version, rules=ordered, groups=tuple(groups), path=self.path, text=self.text, gate=gate)
+
+    def gate(self, table: Any) -> GateThresholds:
+        """``[gate]``: the thresholds ``heapdb gate`` takes when the command line does not give them."""
+        line = self.locate.top("gate") or 1
+        if not isinstance(table, dict):
+            self.fail(f"gate: expected a [gate] table, got {_show(table)}", line)
+        for key in table:
+            if key not in GATE_KEYS:
+                self.fail(
+                    f"gate: unknown key {key!r} (expected {', '.join(GATE_KEYS)})", self.locate.table("gate", key)
+                )
+
+        def size(key: str) -> tuple[float, bool]:  # a size or a percentage, as `heapdb gate` takes them
+            value, at = table[key], self.locate.table("gate", key) or line
+            if isinstance(value, bool) or not isinstance(value, (str, int)):
+                self.fail(f"gate.{key}: expected a size such as 256KiB or 5%, got {_show(value)}", at)
+            try:
+                amount, percent = parse_threshold(value, f"gate.{key}")
+            except ParameterError as e:
+                self.fail(str(e), at)
+            if key == "min_bytes" and (percent or amount < 1):
+                self.fail(f"gate.min_bytes: expected a size of at least 1 byte such as 256KiB, got {value!r}", at)
+            return amount, percent
+
+        max_growth = str(table["max_growth"]).strip() if "max_growth" in table and size("max_growth") else None
+        min_bytes = int(size("min_bytes")[0]) if "min_bytes" in table else None
+        fail_on = table.get("fail_on")
+        if fail_on is not None:
+            checks, at = ", ".join(GATE_CHECKS), self.locate.table("gate", "fail_on")
+            if not isinstance(fail_on, list) or not all(isinstance(c, str) for c in fail_on):
+                self.fail(f"gate.fail_on: expected a list of checks ({checks}), got {_show(fail_on)}", at)
+            for check in fail_on:
+                if check not in GATE_CHECKS:
+                    self.fail(f"gate.fail_on: unknown check {check!r} (expected {checks})", at)
+            fail_on = tuple(dict.fromkeys(fail_on))
+        return GateThresholds(line, max_growth, min_bytes, fail_on)
 
     def groups(self, value: Any) -> list[Group]:
         if not isinstance(value, dict):

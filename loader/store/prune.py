@@ -37,16 +37,22 @@ from heapdb.loader.store.schema import ensure_schema
 from heapdb.loader.store.snapshots import Snapshot, list_snapshots
 
 # What a pruned snapshot still answers: said once, in the refusal and in the docs.
-SUMMARY_ANSWERS = "types, diff --by type|path, growth, and leaks --by path (as baseline or target)"
+# Said by the CLI's refusals and the snapshot's web page alike, so in words, not in options.
+SUMMARY_ANSWERS = "types, diffs by type or by path, growth, and leaks by path (as baseline or target)"
 
 
 def _quiet(_: str) -> None:
     pass
 
 
+def load_again(source: str | None, tag: str) -> str:
+    """The command that brings a pruned snapshot's objects back."""
+    return f"heapdb load {source or 'FILE'} --tag {tag} --replace"
+
+
 def summary_only(snapshot: Snapshot) -> SummaryOnly:
     """The refusal of a question that reads objects, for a pruned snapshot."""
-    again = f"`heapdb load {snapshot.source or 'FILE'} --tag {snapshot.tag} --replace`"
+    again = f"`{load_again(snapshot.source, snapshot.tag)}`"
     return SummaryOnly(
         f"snapshot {snapshot.tag!r} was pruned on {snapshot.pruned_at or 'an earlier date'}: only its summaries "
         f"are kept, not its objects. It still answers {SUMMARY_ANSWERS}; to ask about its objects, "

@@ -136,10 +136,7 @@ MATCH (snap:Snapshot {sid: b.sid, status: 'ready'}) WHERE snap.tag = b.tag
 MATCH (s:Signature)
 WITH b, s WHERE b.build IN $recorded OR NOT EXISTS { MATCH (:SignatureObservation {sig: s.sig, build: b.build}) }
 OPTIONAL MATCH (g:PathGroup {sid: b.sid, sig: s.sig})
-CALL (b, s) {
-  OPTIONAL MATCH (under:PathGroup {sid: b.sid}) WHERE under.sig = s.sig OR under.path STARTS WITH s.path + ' / '
-  RETURN coalesce(max(under.retained_size), 0) AS held
-}
+WITH b, s, g, coalesce(g.held, g.retained_size, 0) AS held
 MERGE (o:SignatureObservation {sig: s.sig, build: b.build})
 SET o.retained_size = held, o.objects = coalesce(g.objects, 0),
     o.self_size = coalesce(g.self_size, 0), o.present = held >= $noise

@@ -8,6 +8,7 @@ type, each object's rank among the largest retainers, and per type the list of i
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
@@ -178,11 +179,11 @@ class LoadInput:
         return TreeIds(dom=dom, via=via)
 
     def path_groups(self) -> list[list[Any]]:
-        """One row per distinct first-path signature: [sig, path text, hops, *group figures, samples].
+        """One row per distinct first-path signature: [sig, path text, hops, *group figures, samples, held].
 
         ``samples``: the ids of the group's first PATH_SAMPLES members, largest retained first, so
         that a question naming a group's members reads them here instead of an index over every
-        object's signature.
+        object's signature. ``held``: see :func:`held_under`.
         """
         g = self.graph
         signature = self.paths.signature
@@ -195,6 +196,8 @@ class LoadInput:
         for sig, first, figures in self._groups(signature):
             hops = path_hops(g, self.paths, first, synthetic)
             rows.append([int(sig), " / ".join(hops), hops, *figures, samples[sig].tolist()])
+        for row, held in zip(rows, held_under([r[1] for r in rows], [r[5] for r in rows])):
+            row.append(held)
         return rows
 
     def type_groups(self) -> list[list[Any]]:
@@ -288,3 +291,35 @@ def _first_in_groups(order: np.ndarray, key: np.ndarray, depth: int) -> tuple[np
     starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if keys.size else np.zeros(0, dtype=np.int64)
     place = np.arange(keys.size) - np.repeat(starts, np.diff(np.r_[starts, keys.size]))
     return grouped, place
+
+
+def held_under(paths: list[str], retained: list[int]) -> list[int]:
+    """Per path, the most that it or any path extending it (``path + " / " + ...``) retains.
+
+    What the CI gate compares between builds (queries/gate-paths.cypher says why), written once per
+    load so the gate reads one figure per group instead of matching every group's path against every
+    other's. The paths that extend ``p`` are one run of the sorted paths, from ``p + " / "`` up to
+    ``p + " /!"`` (the next text after that prefix), so a sparse table of range maxima answers each in
+    constant time.
+    """
+    if not paths:
+        return []
+    order = sorted(range(len(paths)), key=paths.__getitem__)
+    ordered = [paths[i] for i in order]
+    values = np.asarray(retained, dtype=np.int64)[order]
+    lo = np.array([bisect.bisect_left(ordered, p + " / ") for p in ordered], dtype=np.int64)
+    hi = np.array([bisect.bisect_left(ordered, p + " /!") for p in ordered], dtype=np.int64)
+    table = [values]  # table[k][i]: the largest of values[i : i + 2**k]
+    while 2 ** len(table) <= len(values):
+        half, previous = 2 ** (len(table) - 1), table[-1]
+        table.append(np.maximum(previous[:-half], previous[half:]))
+    held = values.copy()
+    some = np.flatnonzero(hi > lo)
+    level = np.log2(hi[some] - lo[some]).astype(np.int64)
+    for k in np.unique(level).tolist():
+        at = some[level == k]
+        below = np.maximum(table[k][lo[at]], table[k][hi[at] - 2**k])
+        held[at] = np.maximum(held[at], below)
+    result = np.empty_like(held)
+    result[order] = held
+    return [int(v) for v in result]

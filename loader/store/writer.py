@@ -232,7 +232,7 @@ CREATE_REFERENCES = {
 CREATE_PATH_GROUPS = """
 UNWIND $rows AS r
 CREATE (:PathGroup {sid: $sid, sig: r[0], path: r[1], hops: r[2], objects: r[3], self_size: r[4], retained_size: r[5],
-                    max_retained_size: r[6], samples: r[7]})
+                    max_retained_size: r[6], samples: r[7], held: r[8]})
 """
 
 CREATE_TYPE_GROUPS = """

@@ -1,0 +1,214 @@
+"""Server time of every web page type, warm, and the browser's time to first render the treemap.
+
+Self-contained, from the repository root: on a managed Neo4j of its own (a temporary home, as
+``benchmarks/ingest.py`` does) it loads three V8 snapshots of ``tests/js/leak.js`` (or ``--files``,
+oldest first), starts ``heapdb serve`` on it, and measures::
+
+    .venv/bin/python -m benchmarks.pages                          # leak.js, final snapshot ~210 MB
+    .venv/bin/python -m benchmarks.pages --files a.heapsnapshot b.heapsnapshot c.heapsnapshot
+    .venv/bin/python -m benchmarks.pages --url http://127.0.0.1:8765 --tag a --tag b --tag c  # a running service
+
+The last snapshot is the one the one-snapshot pages show (the largest, for leak.js); the compare
+pages compare the first two, leaks and growth take all three. Each page is asked once cold (the
+service's answer cache and Neo4j's page cache as they are), then ``--requests`` times warm, one
+request at a time on loopback: the client's wall time per request, which is the server's time plus
+a fraction of a millisecond of HTTP. Object pages are asked for the ``--objects`` largest retainers
+in turn (each its own page). Then headless Chromium opens the treemap page and reports its
+navigation timings and first contentful paint. Prints a Markdown table with the load average
+before and after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import urlencode
+
+import httpx
+
+from benchmarks.ingest import private_neo4j
+from heapdb.neo4j_server import free_port
+from heapdb.service import compare_pages, pages, query_pages
+from tests.support.v8 import ensure_node_tools, write_leak_snapshots
+
+GOAL_MS = 300  # issue 13's goal for every page's server time, warm
+
+
+def page_urls(client: httpx.Client, tags: list[str], objects: int) -> list[tuple[str, list[str]]]:
+    """Each page type with the URLs asked for it (paths and query strings on the service)."""
+    tag = tags[-1]
+    snapshot = pages.page_path(pages.SNAPSHOT, tag=tag)
+    top = client.get(snapshot + pages.JSON_SUFFIX).raise_for_status().json()["top"]
+    ids = [o["id"] for o in top[:objects]]
+    found: list[tuple[str, list[str]]] = [
+        ("snapshots", [pages.SNAPSHOTS]),
+        ("snapshot", [snapshot]),
+        ("snapshot, types by retained size", [snapshot + "?" + urlencode({"sort": "retained_size"})]),
+        ("object", [pages.object_page(tag, i) for i in ids]),
+        ("treemap", [pages.treemap_page(tag)]),
+    ]
+    found += extra_pages(tags)
+    return found
+
+
+def extra_pages(tags: list[str]) -> list[tuple[str, list[str]]]:
+    """The comparison pages (given two or three snapshots) and the stored queries' pages."""
+    found: list[tuple[str, list[str]]] = []
+    if len(tags) >= 2:
+        found += [
+            ("compare by type", [compare_pages.compare_page(tags[0], tags[1], by="type")]),
+            ("compare by path", [compare_pages.compare_page(tags[0], tags[1], by="path")]),
+        ]
+    if len(tags) >= compare_pages.LEAK_TAGS:
+        found += [
+            ("leaks", [compare_pages.leaks_page(tags[: compare_pages.LEAK_TAGS])]),
+            ("growth by type", [compare_pages.growth_page(tags, by="type")]),
+        ]
+    found += [
+        ("stored queries", [query_pages.QUERIES]),
+        ("stored query, run (types)", [query_pages.query_page("types") + "?" + urlencode({"tag": tags[-1]})]),
+    ]
+    return found
+
+
+def timed(client: httpx.Client, url: str) -> float:
+    started = time.perf_counter()
+    response = client.get(url, headers={"Accept": "text/html"})
+    elapsed = time.perf_counter() - started
+    response.raise_for_status()
+    return elapsed * 1000
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def measure(client: httpx.Client, urls: list[str], requests: int) -> dict[str, float]:
+    cold = [timed(client, url) for url in urls]
+    warm = [timed(client, url) for _ in range(requests) for url in urls]
+    return {
+        "cold": statistics.median(cold),
+        "p50": percentile(warm, 0.5),
+        "p95": percentile(warm, 0.95),
+        "max": max(warm),
+    }
+
+
+def treemap_in_chromium(base: str, tag: str) -> dict[str, float]:
+    """Navigation timings (ms from the start of the navigation) of the treemap page in Chromium."""
+    from tests.support.chromium import ChromiumPage
+
+    with ChromiumPage("about:blank", timeout=120) as browser:
+        browser.goto(base + pages.treemap_page(tag))
+        timing = browser.evaluate(
+            "(() => { const n = performance.getEntriesByType('navigation')[0];"
+            " const p = performance.getEntriesByName('first-contentful-paint')[0];"
+            " return {response: n.responseEnd, dom: n.domContentLoadedEventEnd, load: n.loadEventEnd,"
+            " paint: p ? p.startTime : null}; })()"
+        )
+    return {k: float(v) for k, v in timing.items() if v is not None}
+
+
+def table(rows: list[tuple[str, int, dict[str, float]]]) -> str:
+    lines = [
+        "| page | URLs | cold (median) ms | warm p50 ms | warm p95 ms | warm max ms | under the goal |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for name, count, f in rows:
+        ok = "yes" if f["p95"] <= GOAL_MS else "**no**"
+        lines.append(
+            f"| {name} | {count} | {f['cold']:.0f} | {f['p50']:.0f} | {f['p95']:.0f} | {f['max']:.0f} | {ok} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--url", help="a running service to measure (with --tag); default: one of this run's own")
+    parser.add_argument("--tag", action="append", default=[], help="with --url: a loaded snapshot's tag (repeat)")
+    parser.add_argument("--files", nargs="*", type=Path, help="snapshots to load, oldest first (default: leak.js's)")
+    parser.add_argument("--sizes", default="45000,45000,45000", help="leak.js's growth steps, in units")
+    parser.add_argument("--heap", default="3g", help="the private Neo4j's heap")
+    parser.add_argument("--pagecache", default="4g", help="the private Neo4j's page cache")
+    parser.add_argument("--requests", type=int, default=20, help="warm requests per URL")
+    parser.add_argument("--objects", type=int, default=5, help="object pages: the largest retainers")
+    parser.add_argument("--no-browser", action="store_true", help="skip the Chromium timing")
+    args = parser.parse_args()
+    if args.url:
+        print(measure_service(args.url, args.tag, args))
+        return
+    with tempfile.TemporaryDirectory(prefix="heapdb-bench-pages-") as tmp:
+        work = Path(tmp)
+        files = args.files
+        if not files:
+            ensure_node_tools()
+            files = list(write_leak_snapshots(work / "snapshots", [int(s) for s in args.sizes.split(",")]).values())
+        with private_neo4j(work / "home", args.heap, args.pagecache):
+            tags = [f"pages-{i}" for i in range(len(files))]
+            for file, tag in zip(files, tags):
+                started = time.monotonic()
+                subprocess.run([sys.executable, "-m", "heapdb", "load", str(file), "--tag", tag], check=True)
+                print(
+                    f"loaded {file} ({os.path.getsize(file) / 1e6:,.0f} MB) as {tag} in "
+                    f"{time.monotonic() - started:.0f} s",
+                    file=sys.stderr,
+                )
+            port = free_port()
+            service = subprocess.Popen([sys.executable, "-m", "heapdb", "serve", "--port", str(port)])
+            try:
+                url = f"http://127.0.0.1:{port}"
+                wait_for_service(url)
+                print(measure_service(url, tags, args))
+            finally:
+                service.terminate()
+                service.wait(60)
+
+
+def wait_for_service(url: str, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url + "/api/health", timeout=5).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    raise SystemExit(f"the service at {url} did not answer within {timeout:.0f} s")
+
+
+def measure_service(url: str, tags: list[str], args: argparse.Namespace) -> str:
+    if not tags:
+        raise SystemExit("give the loaded snapshots' tags with --tag (oldest first)")
+    token = os.environ.get("HEAPDB_API_TOKEN")
+    cookies = {pages.TOKEN_COOKIE: token} if token else None
+    load_before = os.getloadavg()
+    rows = []
+    with httpx.Client(base_url=url, timeout=300, cookies=cookies) as client:
+        for name, urls in page_urls(client, tags, args.objects):
+            rows.append((name, len(urls), measure(client, urls, args.requests)))
+    browser = None if args.no_browser else treemap_in_chromium(url, tags[-1])
+    load_after = os.getloadavg()
+    lines = [
+        f"load average {' '.join(f'{x:.2f}' for x in load_before)} before, "
+        f"{' '.join(f'{x:.2f}' for x in load_after)} after; {args.requests} warm requests per URL",
+        "",
+        table(rows),
+    ]
+    if browser is not None:
+        lines += [
+            "",
+            "Treemap in headless Chromium (ms from navigation start): "
+            + ", ".join(f"{k} {v:.0f}" for k, v in browser.items()),
+        ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,9 @@
+"""What can fail the CI gate: one list, read by the gate's parameters (``heapdb gate --fail-on``) and by
+rule files' ``[gate]`` tables (``fail_on``). Kept apart so that neither pulls in the other's imports."""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+GateCheck = Literal["new-leaks", "growth", "suspects"]
+GATE_CHECKS: tuple[str, ...] = get_args(GateCheck)
