@@ -67,7 +67,8 @@ def extra_pages(tags: list[str]) -> list[tuple[str, list[str]]]:
         ]
     if len(tags) >= compare_pages.LEAK_TAGS:
         found += [
-            ("leaks", [compare_pages.leaks_page(tags[: compare_pages.LEAK_TAGS])]),
+            ("leaks by id (memlab's rule)", [compare_pages.leaks_page(tags[: compare_pages.LEAK_TAGS], by="id")]),
+            ("leaks by path", [compare_pages.leaks_page(tags[: compare_pages.LEAK_TAGS], by="path")]),
             ("growth by type", [compare_pages.growth_page(tags, by="type")]),
         ]
     found += [
@@ -77,11 +78,16 @@ def extra_pages(tags: list[str]) -> list[tuple[str, list[str]]]:
     return found
 
 
+class PageFailed(Exception):
+    """A page answered an error: reported in its row, the other pages still measured."""
+
+
 def timed(client: httpx.Client, url: str) -> float:
     started = time.perf_counter()
     response = client.get(url, headers={"Accept": "text/html"})
     elapsed = time.perf_counter() - started
-    response.raise_for_status()
+    if response.status_code != 200:
+        raise PageFailed(f"HTTP {response.status_code} after {elapsed:.1f} s")
     return elapsed * 1000
 
 
@@ -116,12 +122,15 @@ def treemap_in_chromium(base: str, tag: str) -> dict[str, float]:
     return {k: float(v) for k, v in timing.items() if v is not None}
 
 
-def table(rows: list[tuple[str, int, dict[str, float]]]) -> str:
+def table(rows: list[tuple[str, int, dict[str, float] | str]]) -> str:
     lines = [
         "| page | URLs | cold (median) ms | warm p50 ms | warm p95 ms | warm max ms | under the goal |",
         "|---|---:|---:|---:|---:|---:|---|",
     ]
     for name, count, f in rows:
+        if isinstance(f, str):
+            lines.append(f"| {name} | {count} | {f} | | | | **no** |")
+            continue
         ok = "yes" if f["p95"] <= GOAL_MS else "**no**"
         lines.append(
             f"| {name} | {count} | {f['cold']:.0f} | {f['p50']:.0f} | {f['p95']:.0f} | {f['max']:.0f} | {ok} |"
@@ -189,10 +198,13 @@ def measure_service(url: str, tags: list[str], args: argparse.Namespace) -> str:
     token = os.environ.get("HEAPDB_API_TOKEN")
     cookies = {pages.TOKEN_COOKIE: token} if token else None
     load_before = os.getloadavg()
-    rows = []
+    rows: list[tuple[str, int, dict[str, float] | str]] = []
     with httpx.Client(base_url=url, timeout=300, cookies=cookies) as client:
         for name, urls in page_urls(client, tags, args.objects):
-            rows.append((name, len(urls), measure(client, urls, args.requests)))
+            try:
+                rows.append((name, len(urls), measure(client, urls, args.requests)))
+            except PageFailed as e:
+                rows.append((name, len(urls), str(e)))
     browser = None if args.no_browser else treemap_in_chromium(url, tags[-1])
     load_after = os.getloadavg()
     lines = [

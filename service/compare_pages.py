@@ -27,7 +27,7 @@ from heapdb.errors import ParameterError
 from heapdb.queries import params
 from heapdb.queries.questions import Questions
 from heapdb.queries.results import Change, Diff
-from heapdb.service import links
+from heapdb.service import charts, links
 from heapdb.service.pages import JSON_SUFFIX, respond, templates, wants_json
 
 COMPARE = "/compare"
@@ -86,6 +86,7 @@ templates.globals.update(
     leaks_page=leaks_page,
     growth_page=growth_page,
     find_type_api=find_type_api,
+    line_colour=charts.line_colour,
 )
 
 
@@ -148,7 +149,15 @@ def add_compare_pages(app: FastAPI, questions: Callable[[], Questions]) -> None:
         return respond(request, "compare_leaks.html", {"leaks": questions().leaks(*tags, p)}, twin)
 
     def growth(request: Request, twin: bool, tags: list[str], p: params.Growth) -> Response:
-        return respond(request, "compare_growth.html", {"growth": questions().growth(tags, p)}, twin)
+        answer = questions().growth(tags, p)
+        data: dict[str, Any] = {"growth": answer}
+        if not wants_json(request, twin) and answer.rows:
+            series = [(g.label, g.sizes) for g in answer.rows]
+            data |= {
+                "trend": charts.trend_svg(answer.tags, series, "Shallow size"),
+                "drawn": series[: charts.TREND_SERIES],
+            }
+        return respond(request, "compare_growth.html", data, twin)
 
     def routes(twin: bool) -> None:
         suffix = JSON_SUFFIX if twin else ""

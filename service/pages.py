@@ -28,6 +28,7 @@ from heapdb import render
 from heapdb.errors import NotFound
 from heapdb.loader.store import Snapshot, list_snapshots
 from heapdb.loader.store.prune import SUMMARY_ANSWERS, load_again
+from heapdb.loader.store.snapshots import BUILD_META
 from heapdb.queries import params
 from heapdb.queries.questions import Questions
 from heapdb.queries.results import ObjectInfo, Retains
@@ -83,6 +84,7 @@ templates.globals.update(
     api_docs="/docs",
     summary_answers=SUMMARY_ANSWERS,  # what a pruned snapshot's page says it still answers
     load_again=load_again,  # ... and how to bring its objects back
+    build_meta=BUILD_META,
 )
 
 
@@ -170,6 +172,7 @@ def add_pages(app: FastAPI, questions: Callable[[], Questions], token: str | Non
             "snapshot": found.as_dict(),
             # A pruned snapshot has no objects to rank: its page shows the types and a notice.
             "top": [] if found.summary else ask.top(found, params.Top(limit=TOP_ROWS)),
+            "suspects": None if found.summary else ask.suspects(found, params.Suspects()),
             "types": types,
             "sort": p.sort,
             "limit": p.limit,

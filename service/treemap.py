@@ -199,9 +199,13 @@ def colour(type_name: str, depth: int = 1) -> str:
     dark text; deeper levels a little darker so nesting reads."""
     if not type_name:
         return "#e3e5e8"
-    hue = zlib.crc32(type_name.encode("utf-8")) % 360
     lightness = (88, 80, 73, 68)[min(depth, 4) - 1]
-    return f"hsl({hue} 62% {lightness}%)"
+    return f"hsl({hue(type_name)} 62% {lightness}%)"
+
+
+def hue(name: str) -> int:
+    """A stable hue per name: a type has one colour in every view (treemaps, trend charts)."""
+    return zlib.crc32(name.encode("utf-8")) % 360
 
 
 def fit(text: str, room: float) -> str:

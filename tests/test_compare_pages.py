@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from html import unescape
+from html import escape, unescape
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -27,7 +27,7 @@ from heapdb.loader import store
 from heapdb.queries import params
 from heapdb.queries.questions import Questions
 from heapdb.queries.results import Diff
-from heapdb.service import compare_pages, links, pages
+from heapdb.service import charts, compare_pages, links, pages
 from heapdb.service.app import create_app
 from heapdb.units import human_bytes
 from tests.support.chromium import ChromiumPage
@@ -168,6 +168,14 @@ def test_the_growth_page_and_twin_show_every_snapshots_size(
         assert len(cells) == len(tags) + 1  # one per snapshot, then the growth
         for cell, size, count in zip(cells, grown.sizes, grown.counts, strict=False):
             assert human_bytes(size) in cell and f"{count:,}" in cell
+    # The trend chart: a line per row that grew most, a point per snapshot titled with its value.
+    page = client.get(url).text
+    chart = page[page.index('<svg class="trend"') : page.index("</svg>", page.index('<svg class="trend"'))]
+    drawn = answer.rows[: charts.TREND_SERIES]
+    assert chart.count("<polyline") == len(drawn) and chart.count("<circle") == len(drawn) * len(tags)
+    for grown in drawn:
+        for tag, size in zip(tags, grown.sizes, strict=True):
+            assert f"{escape(grown.label)} in {escape(tag)}: {human_bytes(size)}" in chart
 
 
 def test_missing_and_unknown_tags_are_error_pages_never_500(client: TestClient, tags: list[str]) -> None:

@@ -17,6 +17,7 @@ from urllib.parse import unquote
 import httpx
 import pytest
 from fastapi.testclient import TestClient
+from markupsafe import escape
 
 from heapdb.db import Database
 from heapdb.queries import params
@@ -28,11 +29,14 @@ from tests.support.pages import SCREENSHOTS, loaded_for_pages
 from tests.support.serving import served
 from tests.support.snapshots import Loaded
 
+BUILD = {"build": "123", "commit": "abc1234"}  # what `heapdb load --meta` records, shown in the list
+
 
 @pytest.fixture(scope="module")
 def loaded(database: Database, leak_snapshot: Path):
     # A tag with a slash and a `.json` end: one path segment, and never taken for a JSON twin.
-    with loaded_for_pages(database, leak_snapshot, "pages", f"release/{uuid.uuid4().hex[:6]}.json") as loaded:
+    tag = f"release/{uuid.uuid4().hex[:6]}.json"
+    with loaded_for_pages(database, leak_snapshot, "pages", tag, meta=BUILD) as loaded:
         yield loaded
 
 
@@ -82,6 +86,17 @@ def test_the_snapshot_page_shows_the_api_answers_and_links_each_object(
     api = client.get(links.path(links.SNAPSHOT, tag=loaded.tag) + "/top", params={"limit": pages.TOP_ROWS}).json()
     assert twin["top"] == api and twin["snapshot"]["tag"] == loaded.tag
     assert client.get(url, headers={"accept": "application/json"}).json() == twin
+    # The leak suspects: the API's, each linked, with where its memory piles up.
+    suspects = ask.suspects(loaded.tag)
+    assert twin["suspects"] == client.get(links.path(links.SNAPSHOT, tag=loaded.tag) + "/suspects").json()
+    section = html.text[html.text.index('id="suspects-title"') : html.text.index('id="types-title"')]
+    section_links = parse(section).links
+    for s in suspects.objects:
+        assert pages.object_page(loaded.tag, s.object.id) in section_links
+        assert pages.object_page(loaded.tag, s.accumulation.object.id) in section_links or s.accumulation.depth == 0
+    if not suspects.objects:
+        assert "No single object retains" in section
+    assert all(f"<strong>{escape(t.type)}</strong>" in section for t in suspects.types)
     # Sorting the types by a column: the API's order for that sort.
     for sort in ("count", "self_size", "retained_size"):
         html_text = client.get(url, params={"sort": sort, "limit": 10}).text
@@ -155,6 +170,8 @@ def test_a_person_in_chromium_goes_from_the_list_to_an_object_and_along_its_path
         base = f"http://127.0.0.1:{port}"
         browser.goto(base + "/")
         assert loaded.tag in browser.evaluate("document.body.innerText")
+        row = f"[...document.querySelectorAll('tbody tr')].find(tr => tr.querySelector('th').innerText === {loaded.tag!r})"
+        assert browser.evaluate(f"{row}.querySelector('td.meta').innerText") == "build 123, commit abc1234"
         browser.screenshot(SCREENSHOTS / "snapshots.png")
         snapshot_url = browser.follow(f'a[href="{pages.page_path(pages.SNAPSHOT, tag=loaded.tag)}"]')
         assert unquote(snapshot_url).endswith(loaded.tag)

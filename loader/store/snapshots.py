@@ -11,6 +11,10 @@ from heapdb.db import Database
 from heapdb.errors import NotFound
 from heapdb.loader.store.schema import FIRST_STORE_VERSION
 
+# The metadata that names a build (the upload's and `heapdb push`'s named fields; any `--meta` key
+# may hold them): what lists of snapshots show, in this order. The rest of `meta` is the reader's.
+BUILD_META = ("build", "commit", "branch", "scenario", "platform")
+
 
 @dataclass(frozen=True)
 class Snapshot:

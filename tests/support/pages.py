@@ -21,10 +21,12 @@ IMPACTS = ("serious", "critical")  # axe violations of these impacts fail a page
 
 
 @contextmanager
-def loaded_for_pages(database: Database, path: Path, label: str, tag: str | None = None) -> Iterator[Loaded]:
+def loaded_for_pages(
+    database: Database, path: Path, label: str, tag: str | None = None, meta: dict[str, str] | None = None
+) -> Iterator[Loaded]:
     """``path`` loaded for the module's tests (under ``tag`` when given: the pages' links must carry
     any tag), dropped afterwards."""
-    snapshot = load_snapshot(database, path, label)
+    snapshot = load_snapshot(database, path, label, meta)
     if tag is not None:
         database.write("MATCH (s:Snapshot {tag: $old}) SET s.tag = $tag", {"old": snapshot.tag, "tag": tag})
         snapshot = Loaded(tag, snapshot.graph, snapshot.result)

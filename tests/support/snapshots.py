@@ -37,10 +37,10 @@ class Loaded:
         return int(self.graph.ids[node])
 
 
-def load_snapshot(database: Database, path: Path, label: str) -> Loaded:
+def load_snapshot(database: Database, path: Path, label: str, meta: dict[str, str] | None = None) -> Loaded:
     """Read, analyse and load ``path`` under a unique tag starting with ``test-{label}-``."""
     graph = formats.read_graph(path)
     result = analysis.analyze(graph)
     tag = f"test-{label}-{uuid.uuid4().hex[:8]}"
-    store.load(database, store.LoadInput.from_analysis(graph, result), tag)
+    store.load(database, store.LoadInput.from_analysis(graph, result), tag, meta=meta)
     return Loaded(tag, graph, result)
