@@ -8,18 +8,19 @@
 // One row per parent: `children` counts all its direct children in the dominator tree, `largest`
 // lists at most `width` of those retaining at least its `min_sizes` entry, largest first. What is
 // not listed is the parent's retained size less its self size less the listed children's: a
-// parent's retained size is its self size plus its children's. Both reads seek the (sid, dom) index.
+// parent's retained size is its self size plus its children's. Both reads seek the (sid, dom, retained_size) index, reading no object.
 MATCH (s:Snapshot {tag: $tag, status: 'ready'})
 UNWIND range(0, size($ids) - 1) AS k
 WITH s, $ids[k] AS parent_id, coalesce($min_sizes[k], 0) AS min_size
 CALL (s, parent_id) {
   MATCH (c:Object {sid: s.sid, dom: parent_id})
+  WHERE c.retained_size IS NOT NULL
   RETURN count(c) AS children
 }
 CALL (s, parent_id, min_size) {
   MATCH (c:Object {sid: s.sid, dom: parent_id})
   WHERE c.retained_size >= min_size
   WITH c ORDER BY c.retained_size DESC, c.id LIMIT $width
-  RETURN collect(c {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached, .verdict, .known_leak, .location, .allocated_at}) AS largest
+  RETURN collect(c {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached, .verdict, .known_leak, .location, .allocated_at, .bucket}) AS largest
 }
 RETURN parent_id AS parent, children, largest

@@ -39,6 +39,7 @@ class ObjectInfo:
     known_leak: str | None = None  # the reason of the known leak the object is part of
     location: str | None = None  # its script position, file:line:column (docs/data-model.md)
     allocated_at: str | None = None  # its allocation stack, innermost frame first, where recorded
+    bucket: str | None = None  # the bucket (owner) a bucket rule put it in, on loads under rules
 
     @classmethod
     def from_row(cls, row: dict[str, Any], root_id: int | None = None) -> ObjectInfo:
@@ -58,6 +59,7 @@ class ObjectInfo:
             known_leak=row.get("known_leak"),
             location=row.get("location"),
             allocated_at=row.get("allocated_at"),
+            bucket=row.get("bucket"),
         )
 
 

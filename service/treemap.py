@@ -12,6 +12,10 @@ label, down to ``depth`` levels. Bounded so a snapshot of millions of objects la
 An object's self size is not a rectangle of its own: its band stands for it. Within one parent,
 the children (the "others" included) fill the parent's inner area exactly, in proportion to their
 retained sizes.
+
+Rectangles are coloured by type, or (``colour=owner``) by the bucket a ``[[bucket]]`` rule put
+their object in on a load under rules (docs/rules.md): the same stable hue per name either way,
+objects in no bucket a neutral grey.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import math
 import zlib
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import squarify  # type: ignore[import-untyped]
 from pydantic import BaseModel, ConfigDict, Field
@@ -37,6 +41,7 @@ MIN_INNER_WIDTH, MIN_INNER_HEIGHT = 48, 28  # a rectangle smaller inside than th
 FONT = 12  # label size, user units
 CHAR_WIDTH = 7.0  # a generous average width of a label character at FONT (system sans-serif)
 LEGEND_TYPES = 12
+NO_OWNER = "(no owner)"  # the legend's name for objects no bucket rule selects
 MIN_LABEL = 5  # characters a cut label keeps at least, the ellipsis included
 
 
@@ -49,6 +54,9 @@ class Limits(BaseModel):
     depth: int = Field(3, ge=1, le=4, description="Levels of nesting.")
     width: int = Field(24, ge=1, le=100, description="Children shown per object; the rest are merged into one.")
     min_area: int = Field(300, ge=16, le=20_000, description="The smallest rectangle drawn, in square pixels.")
+    colour: Literal["type", "owner"] = Field(
+        "type", description="What a rectangle's fill stands for: its object's type, or its owner (bucket)."
+    )
 
 
 DEFAULTS = Limits()
@@ -72,6 +80,7 @@ class Box:
     parent: int
     others: int = 0  # for a merged rectangle: how many objects it stands for
     nested: bool = False  # its children are drawn inside it, under its band
+    owner: str | None = None  # the object's bucket (docs/rules.md), None when it has none
     children: list[Box] = field(default_factory=list, repr=False)
 
     @property
@@ -115,19 +124,34 @@ class Treemap:
             "rectangles": [b.as_dict() for b in self.boxes],
         }
 
+    def key(self, box: Box) -> str:
+        """What ``box``'s colour stands for in this view: its type, or its owner (NO_OWNER for none)."""
+        if self.limits.colour == "owner":
+            return box.owner if box.owner is not None else NO_OWNER
+        return box.type
+
+    def fill(self, box: Box) -> str:
+        """``box``'s fill: by type or by owner as the limits say; a merged rest is never coloured."""
+        if box.id is None:
+            return colour("", box.depth)
+        if self.limits.colour == "owner":
+            return owner_colour(box.owner, box.depth)
+        return colour(box.type, box.depth)
+
     def legend(self) -> list[tuple[str, int, str]]:
-        """The types in view with the bytes of their innermost rectangles (those showing no
-        children: what the eye sees of that colour), largest first, each with the colour of its
-        largest such rectangle (the shade depends on the depth)."""
+        """The types (or owners) in view with the bytes of their innermost rectangles (those
+        showing no children: what the eye sees of that colour), largest first, each with the
+        colour of its largest such rectangle (the shade depends on the depth)."""
         totals: dict[str, int] = {}
         largest: dict[str, Box] = {}
         for box in self.boxes:
             if box.id is not None and not box.nested:
-                totals[box.type] = totals.get(box.type, 0) + box.retained_size
-                if box.type not in largest or box.retained_size > largest[box.type].retained_size:
-                    largest[box.type] = box
+                key = self.key(box)
+                totals[key] = totals.get(key, 0) + box.retained_size
+                if key not in largest or box.retained_size > largest[key].retained_size:
+                    largest[key] = box
         ranked = sorted(totals.items(), key=lambda item: (-item[1], item[0]))[:LEGEND_TYPES]
-        return [(name, size, colour(name, largest[name].depth)) for name, size in ranked]
+        return [(name, size, self.fill(largest[name])) for name, size in ranked]
 
 
 def lay_out(ask: Questions, snapshot: Snapshot, root: ObjectInfo, limits: Limits) -> Treemap:
@@ -167,7 +191,7 @@ def lay_out(ask: Questions, snapshot: Snapshot, root: ObjectInfo, limits: Limits
                     box = Box(None, "", "", rest, 0, rest_count, *where, others=rest_count)
                 else:
                     about = (child.id, child.type, child.name, child.retained_size, child.self_size)
-                    box = Box(*about, child.retained_count, *where)
+                    box = Box(*about, child.retained_count, *where, owner=child.bucket)
                 siblings.append(box)
             # Drawn in the order they were listed: largest first.
             siblings.sort(key=lambda b: (b.id is None, -b.retained_size))
@@ -201,6 +225,15 @@ def colour(type_name: str, depth: int = 1) -> str:
         return "#e3e5e8"
     lightness = (88, 80, 73, 68)[min(depth, 4) - 1]
     return f"hsl({hue(type_name)} 62% {lightness}%)"
+
+
+def owner_colour(owner: str | None, depth: int = 1) -> str:
+    """A stable fill per owner (bucket), as :func:`colour` per type; no owner: a neutral grey, a
+    shade darker than a merged rest's, deeper levels darker still."""
+    if owner is None:
+        lightness = (82, 77, 72, 68)[min(depth, 4) - 1]
+        return f"hsl(220 4% {lightness}%)"
+    return colour(owner, depth)
 
 
 def hue(name: str) -> int:

@@ -7,16 +7,24 @@ Screenshots go to ``$HEAPDB_SCREENSHOTS`` (default ``test-artifacts/screenshots`
 
 from __future__ import annotations
 
+import contextlib
+import html
 import re
 import time
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
+from heapdb.cli import main
 from heapdb.db import Database
+from heapdb.errors import NotFound
+from heapdb.loader import store
 from heapdb.service import pages, treemap
 from heapdb.service.app import create_app
 from tests.support.chromium import ChromiumPage
@@ -197,3 +205,153 @@ def test_treemap_server_time_is_reported(client: TestClient, loaded: Loaded) -> 
         f"treemap page on {loaded.graph.node_count:,} objects: {cold * 1000:.0f} ms cold,"
         f" median {sorted(times)[2] * 1000:.0f} ms warm (answers cached)"
     )
+
+
+# --- colouring by owner: a load under bucket rules (docs/rules.md), each rectangle in its bucket's colour
+
+BUCKET_RULES = """\
+version = 1
+
+[[bucket]]
+name = "app"
+object.type = ["LeakyCache", "LeakedItem", "LeakedBuffer"]
+
+[[bucket]]
+name = "engine"
+object.type = [{ glob = "(*)" }, { glob = "system / *" }]
+"""
+
+
+@pytest.fixture(scope="module")
+def owned(database: Database, leak_snapshot: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The leak snapshot loaded with ``heapdb load --rules`` under BUCKET_RULES: its tag."""
+    rules = tmp_path_factory.mktemp("treemap-rules") / "buckets.toml"
+    rules.write_text(BUCKET_RULES)
+    tag = f"test-treemap-owner-{uuid.uuid4().hex[:8]}"
+    result = CliRunner().invoke(main, ["load", str(leak_snapshot), "--tag", tag, "--rules", str(rules), "--json"])
+    assert result.exit_code == 0, result.stderr
+    try:
+        yield tag
+    finally:
+        with contextlib.suppress(NotFound):
+            store.drop(database, tag)
+
+
+def stored_buckets(database: Database, tag: str, ids: list[int]) -> dict[int, str | None]:
+    rows = database.read(
+        "MATCH (s:Snapshot {tag: $tag}) MATCH (o:Object {sid: s.sid}) WHERE o.id IN $ids"
+        " RETURN o.id AS id, o.bucket AS bucket",
+        {"tag": tag, "ids": ids},
+    )
+    return {r["id"]: r["bucket"] for r in rows}
+
+
+def drawn_fills(text: str) -> list[tuple[str, str]]:
+    """Each object rectangle's link and fill, in the order drawn."""
+    svg = text[text.index("<svg") : text.index("</svg>")]
+    return re.findall(
+        r'<a href="([^"]+)" aria-label="[^"]+" class="box [^"]*">\s*<title>.*?</title>\s*<rect [^>]*fill="([^"]+)"', svg
+    )
+
+
+def legend_names(text: str) -> tuple[str, list[str]]:
+    """The legend's heading and the names it lists."""
+    section = text[text.index('<h2 id="legend-title">') :]
+    heading = section[section.index(">") + 1 : section.index("</h2>")]
+    items = section[section.index('<ul class="legend">') : section.index("</ul>")]
+    return heading, [name.strip() for name in re.findall(r'</span>([^<]+)<span class="size">', items)]
+
+
+def colour_of(href: str) -> list[str]:
+    """The ``colour`` a link of the page asks for (as written in the HTML: escaped)."""
+    return parse_qs(urlsplit(html.unescape(href)).query).get("colour", [])
+
+
+def test_the_treemap_colours_rectangles_by_owner(database: Database, client: TestClient, owned: str) -> None:
+    url = pages.page_path(pages.TREEMAP, tag=owned)
+    answer = client.get(url + pages.JSON_SUFFIX, params={"colour": "owner"}).json()
+    assert answer["limits"]["colour"] == "owner"
+    boxes = answer["rectangles"]
+    assert all("owner" in b for b in boxes)
+    objects = [b for b in boxes if b["id"] is not None]
+    # Each rectangle's owner is the bucket stored on its object; a merged rest has none.
+    stored = stored_buckets(database, owned, [b["id"] for b in objects])
+    assert {b["id"]: b["owner"] for b in objects} == stored
+    assert all(b["owner"] is None for b in boxes if b["id"] is None)
+    engine = [b for b in objects if b["owner"] == "engine"]
+    unowned = [b for b in objects if b["owner"] is None]
+    assert engine and unowned, "the view should show objects of the bucket and objects of none"
+    assert all(re.fullmatch(r"\(.*\)|system / .*", b["type"]) for b in engine), engine
+    # The twin without `colour` carries the owners too, under the default colouring.
+    plain = client.get(url + pages.JSON_SUFFIX).json()
+    assert plain["limits"]["colour"] == "type"
+    assert [b["owner"] for b in plain["rectangles"]] == [b["owner"] for b in boxes]
+
+    # The page: one fill per bucket (at each depth, as nesting shades it), another for no owner.
+    page = client.get(url, params={"colour": "owner"})
+    assert page.status_code == 200
+    drawn = drawn_fills(page.text)
+    assert len(drawn) == len(objects)
+    fills: dict[tuple[str | None, int], set[str]] = {}
+    for (href, fill), b in zip(drawn, objects, strict=True):
+        assert parse_qs(urlsplit(unquote(href)).query)["root"] == [str(b["id"])]
+        fills.setdefault((b["owner"], b["depth"]), set()).add(fill)
+    assert all(len(f) == 1 for f in fills.values()), fills
+    for (owner, depth), (fill,) in fills.items():
+        assert fill == (treemap.colour(owner, depth) if owner else treemap.owner_colour(None, depth))
+        if (None, depth) in fills and owner is not None:
+            assert fill not in fills[(None, depth)]
+    # By type, the same objects are not all one colour per bucket: the fills did change.
+    by_type = dict(zip((b["id"] for b in objects), (f for _, f in drawn_fills(client.get(url).text)), strict=True))
+    if len({b["type"] for b in engine}) > 1:
+        assert len({by_type[b["id"]] for b in engine}) > 1
+    # The legend lists owners (the bucket and "(no owner)"), not types.
+    heading, names = legend_names(page.text)
+    assert heading == "Owners" and "engine" in names and treemap.NO_OWNER in names, names
+    assert not set(names) & {b["type"] for b in objects} - {"engine"}
+    assert legend_names(client.get(url).text)[0] == "Types"
+    # Descending keeps the colouring: every rectangle's link, the switch leads back to types, the
+    # form keeps it selected.
+    assert all(colour_of(href) == ["owner"] for href, _ in drawn)
+    switch = re.search(r'<a class="switch-colour" href="([^"]+)"', page.text)
+    assert switch and colour_of(switch.group(1)) == []
+    assert '<option value="owner" selected>' in page.text
+    nested = max((b for b in boxes if b["nested"]), key=lambda b: b["retained_size"])
+    down = client.get(url, params={"root": nested["id"], "colour": "owner"})
+    assert down.status_code == 200
+    crumbs = re.findall(r'<li><a href="([^"]+)"', down.text[down.text.index('class="breadcrumb"') :])
+    assert crumbs and all(colour_of(href) == ["owner"] for href in crumbs)  # back up
+    assert drawn_fills(down.text) and all(colour_of(href) == ["owner"] for href, _ in drawn_fills(down.text))
+    assert legend_names(down.text)[0] == "Owners"
+
+
+def test_a_person_switches_the_treemap_to_owners(database: Database, owned: str) -> None:
+    with served(create_app(token="")) as port, ChromiumPage("about:blank", timeout=60) as browser:
+        base = f"http://127.0.0.1:{port}"
+        browser.goto(base + pages.page_path(pages.TREEMAP, tag=owned))
+        heading = "document.getElementById('legend-title').textContent"
+        assert browser.evaluate(heading) == "Types"
+        # The switch is a link: it leads to the same view coloured by owner.
+        owners_url = browser.follow("a.switch-colour")
+        assert parse_qs(urlsplit(owners_url).query)["colour"] == ["owner"]
+        assert browser.evaluate(heading) == "Owners"
+        legend = browser.evaluate("[...document.querySelectorAll('ul.legend li')].map(li => li.textContent)")
+        assert any(item.startswith("engine ") for item in legend), legend
+        assert any(item.startswith(treemap.NO_OWNER) for item in legend), legend
+        assert browser.evaluate("document.querySelector('form.limits select[name=colour]').value") == "owner"
+        browser.screenshot(SCREENSHOTS / "treemap-owner.png")
+        # Descending keeps it.
+        down_url = browser.follow("figure.treemap svg a.depth-1.nested, figure.treemap svg a.depth-1")
+        assert "root=" in down_url and parse_qs(urlsplit(down_url).query)["colour"] == ["owner"]
+        assert browser.evaluate(heading) == "Owners"
+        # The form's control switches back, with the keyboard: choose "type", Enter on Redraw.
+        browser.evaluate("document.querySelector('form.limits select[name=colour]').value = 'type'")
+        browser.evaluate("document.querySelector('form.limits button[type=submit]').focus()")
+        browser.press("Enter")
+        browser.wait_for("location.href.includes('colour=type') && document.readyState === 'complete'")
+        assert browser.evaluate(heading) == "Types"
+        assert (
+            parse_qs(urlsplit(browser.evaluate("location.href")).query)["root"]
+            == parse_qs(urlsplit(down_url).query)["root"]
+        )
+        assert browser.problems == [], browser.problems
