@@ -113,6 +113,11 @@ def treemap_in_chromium(base: str, tag: str) -> dict[str, float]:
 
     with ChromiumPage("about:blank", timeout=120) as browser:
         browser.goto(base + pages.treemap_page(tag))
+        # The paint entry is recorded a little after the load event: look again for up to 2 s.
+        for _ in range(20):
+            if browser.evaluate("performance.getEntriesByName('first-contentful-paint').length > 0"):
+                break
+            time.sleep(0.1)
         timing = browser.evaluate(
             "(() => { const n = performance.getEntriesByType('navigation')[0];"
             " const p = performance.getEntriesByName('first-contentful-paint')[0];"

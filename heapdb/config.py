@@ -202,6 +202,9 @@ def connection() -> Connection:
     )
 
 
+# Seconds each query may run, when no --timeout is given (heapdb.queries.params.query_timeout).
+TIMEOUT_VARIABLE = "HEAPDB_QUERY_TIMEOUT"
+
 # Retention on a schedule (`heapdb serve`): see docs/operations.md.
 PRUNE_KEEP_LAST = "HEAPDB_PRUNE_KEEP_LAST"  # keep this many newest snapshots full; setting it turns pruning on
 PRUNE_KEEP_TAGS = "HEAPDB_PRUNE_KEEP_TAGS"  # comma-separated globs of tags kept full (e.g. release-*,v*)

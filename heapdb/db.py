@@ -19,7 +19,15 @@ import neo4j.graph
 from neo4j.exceptions import AuthError, ClientError, ConfigurationError, ServiceUnavailable, SessionExpired
 
 from heapdb import config, neo4j_server
-from heapdb.errors import DatabaseUnavailable, HeapdbError, QueryError
+from heapdb.errors import DatabaseUnavailable, HeapdbError, QueryError, QueryTimeout
+
+# Neo4j's status codes for a transaction stopped at its timeout (the client's or the server's setting).
+TIMEOUT_CODES = frozenset(
+    {
+        "Neo.ClientError.Transaction.TransactionTimedOut",
+        "Neo.ClientError.Transaction.TransactionTimedOutClientConfiguration",
+    }
+)
 
 
 def _to_stderr(message: str) -> None:
@@ -36,6 +44,11 @@ def translate_errors(conn: config.Connection) -> Iterator[None]:
     except (ServiceUnavailable, SessionExpired) as e:
         raise DatabaseUnavailable(f"cannot reach {conn.describe()}: {e}") from None
     except ClientError as e:
+        if e.code in TIMEOUT_CODES:
+            raise QueryTimeout(
+                f"Neo4j stopped the query at the query timeout; allow more time with --timeout "
+                f"or {config.TIMEOUT_VARIABLE} (seconds)"
+            ) from None
         raise QueryError(f"Neo4j rejected the query: {e.message}") from None
 
 

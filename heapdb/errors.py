@@ -44,6 +44,16 @@ class QueryError(HeapdbError):
     http_status = 422
 
 
+class QueryTimeout(QueryError):
+    """A query Neo4j stopped at the query timeout (``--timeout``, ``HEAPDB_QUERY_TIMEOUT``).
+
+    504: the request was fine and the database did not answer in time; a longer timeout, or the
+    same question once the machine is less busy, may answer it.
+    """
+
+    http_status = 504
+
+
 class ParameterError(QueryError):
     """A question's or stored query's parameter that is missing, unknown, or not of its declared type or range."""
 

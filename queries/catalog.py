@@ -94,6 +94,8 @@ class Parameter:
         if self.type.startswith("list<"):
             items = value if isinstance(value, (list, tuple)) else [value]
             element = self.type[5:-1]
+            if element == "int" and self.minimum is None and _plain_ints(items):
+                return list(items)  # heapdb's own lists of ids: up to millions, checked at once
             out: list[Any] = []
             for item in items:
                 # Text that is a JSON array is spread, so `--param ids=[1,2]` and `ids=1&ids=2` both work.
@@ -114,18 +116,20 @@ class Parameter:
             value = value[0]
         return self._scalar(self.type, value)
 
+    def _bad(self, kind: str, value: Any) -> ParameterError:
+        return ParameterError(f"parameter {self.name!r} must be {kind_text(kind)}, got {value!r}")
+
     def _scalar(self, kind: str, value: Any) -> Any:
-        bad = ParameterError(f"parameter {self.name!r} must be {kind_text(kind)}, got {value!r}")
         if kind == "int":
             if isinstance(value, bool):
-                raise bad
+                raise self._bad(kind, value)
             if isinstance(value, str):
                 try:
                     value = int(value.strip(), 10)
                 except ValueError:
-                    raise bad from None
+                    raise self._bad(kind, value) from None
             if not isinstance(value, int) or not INT_MIN <= value <= INT_MAX:
-                raise bad
+                raise self._bad(kind, value)
             if self.minimum is not None and not self.minimum <= value <= self.maximum:  # type: ignore[operator]
                 raise ParameterError(
                     f"parameter {self.name!r} must be between {self.minimum} and {self.maximum}, got {value}"
@@ -139,12 +143,17 @@ class Parameter:
                 return True
             if text in ("false", "0", "no"):
                 return False
-            raise bad
+            raise self._bad(kind, value)
         if not isinstance(value, str):
-            raise bad
+            raise self._bad(kind, value)
         if self.choices and value not in self.choices:
             raise ParameterError(f"parameter {self.name!r} must be one of {', '.join(self.choices)}, got {value!r}")
         return value
+
+
+def _plain_ints(items: list[Any] | tuple[Any, ...]) -> bool:
+    """Whether every item is an int (not a bool) in Neo4j's integer range."""
+    return all(type(x) is int for x in items) and (not items or (min(items) >= INT_MIN and max(items) <= INT_MAX))
 
 
 def kind_text(kind: str) -> str:

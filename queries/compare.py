@@ -11,7 +11,7 @@ import numpy as np
 
 from heapdb.errors import ParameterError
 from heapdb.loader.store import Snapshot
-from heapdb.queries import params
+from heapdb.queries import leaks_by_id, params
 from heapdb.queries.base import Asking, SnapshotRef
 from heapdb.queries.matching import ObjectColumns, pair
 from heapdb.queries.results import (
@@ -229,15 +229,54 @@ class CompareQuestions(Asking):
         last = self.snapshot(final, objects=True)
         return self._cached(base, ("leaks", middle.sid, last.sid, p), lambda: self._leaks(base, middle, last, p))
 
+    def _leaks_by_id(
+        self, base: Snapshot, middle: Snapshot, last: Snapshot, p: params.Leaks, tags: dict[str, Any]
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
+        """Leak clusters by id as the stored query ``leaks`` rows (candidates, known leaks) and the id
+        warnings: matched in process from the id listings (:mod:`heapdb.queries.leaks_by_id`), or by
+        the stored query itself for snapshots stored without listings."""
+        with ThreadPoolExecutor(3) as pool:
+            columns = list(pool.map(lambda s: leaks_by_id.listed_objects(self._run, s), (base, middle, last)))
+        if any(c is None for c in columns):
+            _check, warnings = self._id_warnings(base, last, *self._both_columns(base, last))
+            known = self._run("leaks", **tags, known=True) if last.known_leaks else []
+            return self._run("leaks", **tags, known=False), known, warnings
+        listed = [c for c in columns if c is not None]
+        _check, warnings = self._id_warnings(base, last, listed[0], listed[2])
+        new = leaks_by_id.new_objects(self._run, base, middle, last, listed)
+        found = leaks_by_id.Candidates.read(self._run, last, new)
+        answers = [
+            self._leak_rows(last, leaks_by_id.clusters(self._run, last, found, new, known=known, limit=p.limit))
+            for known in ((False, True) if last.known_leaks else (False,))
+        ]
+        return answers[0], answers[1] if len(answers) > 1 else [], warnings
+
+    def _leak_rows(self, last: Snapshot, clusters: list[leaks_by_id.Cluster]) -> list[dict[str, Any]]:
+        """The clusters as the stored query's rows, with their largest member's details."""
+        if not clusters:
+            return []
+        largest = self._run("objects-brief", tag=last.tag, ids=[c.sample_ids[0] for c in clusters])
+        return [
+            {
+                "sig": c.sig,
+                "path": c.path,
+                "hops": c.hops,
+                "objects": c.objects,
+                "self_size": c.self_size,
+                "retained_size": c.retained_size,
+                "sample_ids": c.sample_ids,
+                "known_leak": c.known_leak,
+                **{k: row["object"].get(k) for k in ("type", "verdict", "location", "allocated_at")},
+            }
+            for c, row in zip(clusters, largest)
+        ]
+
     def _leaks(self, base: Snapshot, middle: Snapshot, last: Snapshot, p: params.Leaks) -> Leaks:
         warnings: list[str] = []
         tags = {"baseline": base.tag, "target": middle.tag, "final": last.tag, "limit": p.limit}
         known: list[dict[str, Any]] = []
         if p.by == "id":
-            _check, warnings = self._id_warnings(base, last, *self._both_columns(base, last))
-            rows = self._run("leaks", **tags, known=False)
-            if last.known_leaks:
-                known = self._run("leaks", **tags, known=True)
+            rows, known, warnings = self._leaks_by_id(base, middle, last, p, tags)
         else:
             rows = self._run("leaks-paths", **tags)
         links = {k["reason"]: k.get("link") for k in last.known_leaks}

@@ -19,7 +19,7 @@ CALL (s) {
 }
 UNWIND tops AS top
 MATCH (o:Object {sid: s.sid, dom: top})
-WHERE o.reachable AND NOT o.id IN tops
+WHERE o.retained_size IS NOT NULL AND o.reachable AND NOT o.id IN tops
 WITH s, o.type AS type, count(o) AS objects, sum(o.self_size) AS self_size,
      sum(o.retained_size) AS retained_size, max(o.retained_size) AS max_retained_size
 ORDER BY retained_size DESC, type

@@ -4,15 +4,19 @@ id checks of ``leaks --by id``.
 Two objects are the same object when they have the same id and the same type. An id found with
 another type is an id reused for a new object (Luau addresses, snap.bin addresses) or a sign that the
 snapshots come from different processes, so it counts as one object freed and one new. The stored
-query ``leaks`` applies the same rule in Cypher (it has to stand alone in the Neo4j Browser).
+query ``leaks`` applies the same rule in Cypher (it has to stand alone in the Neo4j Browser);
+:mod:`heapdb.queries.leaks_by_id` applies it to the id listings stored at load.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+
+from heapdb.loader.store.summaries import LISTING_DTYPE
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,23 @@ class ObjectColumns:
             type_names=[str(t) for t in type_code],
             self_size=np.array(self_sizes, dtype=np.int64),
             retained_size=np.array(retained_sizes, dtype=np.int64),
+        )
+
+    @classmethod
+    def from_listings(cls, rows: Sequence[dict[str, Any]]) -> ObjectColumns | None:
+        """From the per-type id listings (stored query ``id-listings``): ids and types only, the sizes
+        zero; None when a listing is missing (a snapshot stored before listings, or pruned)."""
+        if any(r["ids"] is None for r in rows):
+            return None
+        parts = [np.frombuffer(r["ids"], dtype=LISTING_DTYPE) for r in rows]
+        ids = np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
+        zero = np.zeros(ids.size, dtype=np.int64)
+        return cls(
+            ids=ids,
+            type=np.repeat(np.arange(len(parts), dtype=np.int64), [p.size for p in parts]),
+            type_names=[str(r["type"]) for r in rows],
+            self_size=zero,
+            retained_size=zero,
         )
 
 

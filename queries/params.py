@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from heapdb.config import TIMEOUT_VARIABLE
 from heapdb.errors import ConfigError, ParameterError
 from heapdb.gatecheck import GateCheck
 from heapdb.units import parse_threshold
@@ -31,7 +32,6 @@ MAX_LIMIT = 1000  # rows of a list of objects, nodes of a subtree (the stored ra
 MAX_GROUP_LIMIT = 10_000  # rows of a list of types or retainer paths
 MAX_SAMPLES = 20  # example objects per row
 DEFAULT_TIMEOUT = 30.0  # seconds per query
-TIMEOUT_VARIABLE = "HEAPDB_QUERY_TIMEOUT"  # the services' default for it
 TIMEOUT_RANGE = (0.1, 3600.0)
 
 

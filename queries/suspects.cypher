@@ -25,11 +25,12 @@ CALL (s, o) {
   WITH reduce(chain = [o], step IN range(1, o.retained_count) |
               CASE WHEN size(chain) < step THEN chain
                    ELSE chain + COLLECT { MATCH (b:Object {sid: s.sid, dom: last(chain).id})
-                                          WHERE b.retained_size * 100 >= last(chain).retained_size * $ratio
+                                          WHERE b.retained_size >= last(chain).retained_size * $ratio / 100.0
                                           RETURN b ORDER BY b.retained_size DESC, b.id LIMIT 1 }
               END) AS chain
   WITH last(chain) AS point, size(chain) - 1 AS depth
   OPTIONAL MATCH (child:Object {sid: s.sid, dom: point.id})
+  WHERE child.retained_size IS NOT NULL
   RETURN point, depth, count(child) AS children, coalesce(max(child.retained_size), 0) AS largest_child
 }
 RETURN o {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached, .verdict, .known_leak, .location, .allocated_at} AS object,

@@ -2,7 +2,7 @@
 
 Errors come back as JSON bodies ``{"error": "..."}`` with the status each error class declares in
 :mod:`heapdb.errors` (404 for an unknown snapshot, object or stored query, 422 for bad parameters
-and for queries Neo4j rejects or stops at the timeout, 409 for a snapshot stored by an older heapdb,
+and for queries Neo4j rejects, 504 for a query Neo4j stopped at the query timeout, 409 for a snapshot stored by an older heapdb,
 410 for a question that reads objects asked of a snapshot pruned to its summaries, 503 when Neo4j
 cannot be reached), and 401 without the bearer token when ``HEAPDB_API_TOKEN`` is set. Writes
 (uploads, :mod:`heapdb.service.intake`) need ``HEAPDB_API_WRITE_TOKEN`` (403 when it is unset).

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import parse_qs, urlencode
@@ -76,7 +77,6 @@ def treemap_page(tag: str, root: int | None = None, limits: treemaps.Limits = tr
 templates.globals.update(
     human_bytes=human_bytes,
     treemap_page=treemap_page,
-    treemap_colour=treemaps.colour,
     treemap_labels=treemaps.labels,
     reference_label=render.reference_label,
     snapshot_page=lambda tag: page_path(SNAPSHOT, tag=tag),
@@ -186,17 +186,18 @@ def add_pages(app: FastAPI, questions: Callable[[], Questions], token: str | Non
         view = ObjectView(**query_values(request, ObjectView))  # a bad value: a 422 page, not a 500
         ask = questions()
         found = ask.snapshot(tag)
-        why = ask.why_alive(found, object_id, view.why)
-        details = ask.object(found, object_id, params.ObjectDetails(limit=view.limit))
-        retains = ask.retains(found, object_id, params.Retains(depth=RETAINS_DEPTH, limit=RETAINS_LIMIT))
-        data = {
-            "snapshot": found.as_dict(),
-            "view": view.model_dump(),
-            "details": details,
-            "why": why,
-            "dominators": ask.dominators(found, object_id),
-            "retains": retains,
-        }
+        # Four questions, asked side by side: Neo4j answers each on its own thread, so the page takes
+        # about as long as the slowest (an array's many references, or a wide dominator subtree).
+        with ThreadPoolExecutor(4) as pool:
+            why_ = pool.submit(ask.why_alive, found, object_id, view.why)
+            details_ = pool.submit(ask.object, found, object_id, params.ObjectDetails(limit=view.limit))
+            retains_ = pool.submit(
+                ask.retains, found, object_id, params.Retains(depth=RETAINS_DEPTH, limit=RETAINS_LIMIT)
+            )
+            dominators_ = pool.submit(ask.dominators, found, object_id)
+            why, details, retains = why_.result(), details_.result(), retains_.result()
+            answers = {"details": details, "why": why, "dominators": dominators_.result(), "retains": retains}
+        data = {"snapshot": found.as_dict(), "view": view.model_dump(), **answers}
         if not wants_json(request, twin):
             drawing = render.svg(why, link=lambda i: object_page(found.tag, i))
             data["why_svg"] = Markup(drawing[drawing.index("<svg") :])

@@ -22,7 +22,7 @@ from click.testing import CliRunner
 from heapdb.cli import main
 from heapdb.db import Database
 from heapdb.loader.store import get_snapshot
-from heapdb.queries import params
+from heapdb.queries import catalog, params
 from heapdb.queries.questions import Questions
 from heapdb.queries.results import Leaks
 from tests.support.v8 import write_closure_cache_snapshots
@@ -127,6 +127,40 @@ def test_top_looks_through_contexts_and_backing_stores(database: Database, sessi
     assert [t for t in top(sessions.defaults[2]) if t in kept][:5] == kept[:5]
 
 
+SAMPLES = (
+    "MATCH (s:Snapshot {tag: $tag}) UNWIND range(0, size($ids) - 1) AS i MATCH (o:Object {sid: s.sid, id: $ids[i]}) "
+    "RETURN o.id AS id, o.path_sig AS sig, o.type AS type, o.retained_size AS retained ORDER BY i"
+)
+
+
+def same_clusters_as_the_stored_query(database: Database, tags: list[str]) -> int:
+    """Leaks by id as the Python API answers them (matched in process from the id listings) and as
+    the stored query ``leaks`` answers them alone: the same clusters, in the same order. Returns how
+    many clusters were compared."""
+    answer = ask_leaks(database, tags, 1000)
+    named = dict(zip(("baseline", "target", "final"), tags))
+    compared = 0
+    for known, clusters in ((False, answer.clusters), (True, answer.known)):
+        rows = catalog.run(database, "leaks", {**named, "limit": 1000, "known": known})
+        assert [
+            (c.signature, c.path, c.objects, c.self_size, c.retained_size, c.known_leak and c.known_leak.reason)
+            for c in clusters
+        ] == [(r["sig"], r["path"], r["objects"], r["self_size"], r["retained_size"], r["known_leak"]) for r in rows]
+        for c in clusters:  # samples: members of the cluster, largest first
+            found = database.read(SAMPLES, {"tag": tags[2], "ids": c.sample_ids})
+            assert [o["id"] for o in found] == c.sample_ids and len(c.sample_ids) == min(5, c.objects)
+            assert {o["sig"] for o in found} == {c.signature} and found[0]["type"] == c.type
+            sizes = [o["retained"] for o in found]
+            assert sizes == sorted(sizes, reverse=True)
+        compared += len(clusters)
+    return compared
+
+
+def test_matching_in_process_gives_the_stored_querys_clusters(database: Database, sessions: Sessions) -> None:
+    assert same_clusters_as_the_stored_query(database, sessions.defaults) > 10  # holders looked through
+    assert same_clusters_as_the_stored_query(database, sessions.none) > 10
+
+
 def test_known_leaks_are_answered_apart(database: Database, leak_snapshots: dict[str, Path], tmp_path: Path) -> None:
     rules = tmp_path / "known.toml"
     rules.write_text(KNOWN_RULES)
@@ -144,6 +178,7 @@ def test_known_leaks_are_answered_apart(database: Database, leak_snapshots: dict
         # The same objects the plain load calls new leaks.
         before = next(c for c in ask_leaks(database, plain, 20).clusters if c.type == "LeakedItem")
         assert (item.objects, item.retained_size) == (before.objects, before.retained_size)
+        assert same_clusters_as_the_stored_query(database, tags) > len(answer.known) > 0
         buffers = next(c for c in answer.clusters if c.type == "LeakedBuffer")
         assert buffers.verdict == "expected: one buffer per listener"
 

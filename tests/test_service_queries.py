@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from heapdb import db
+from heapdb import db, errors
 from heapdb.db import Database
 from heapdb.loader import analysis, formats, store
 from heapdb.queries import catalog
@@ -140,6 +140,17 @@ def test_404_and_422_come_with_json_errors(client: TestClient, loaded) -> None:
         assert response.status_code == status, (url, response.text)
         if message:
             assert message in response.json()["error"], (url, response.text)
+
+
+def test_a_query_stopped_at_the_timeout_is_a_504_naming_the_setting(database: Database) -> None:
+    # Ten billion rows: Neo4j stops it at the timeout (its monitor looks every few seconds).
+    with pytest.raises(errors.QueryTimeout) as stopped:
+        database.read("UNWIND range(1, 10000000000) AS x RETURN sum(x) AS total", timeout=0.5)
+    assert stopped.value.http_status == 504
+    assert "--timeout" in str(stopped.value) and "HEAPDB_QUERY_TIMEOUT" in str(stopped.value)
+    with pytest.raises(errors.QueryError) as rejected:  # any other rejection stays a 422
+        database.read("RETURN 1 +", timeout=0.5)
+    assert type(rejected.value) is errors.QueryError and rejected.value.http_status == 422
 
 
 def test_bearer_token_is_required_when_set(database: Database, loaded, monkeypatch) -> None:

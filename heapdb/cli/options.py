@@ -19,7 +19,8 @@ import annotated_types
 import click
 from pydantic.fields import FieldInfo
 
-from heapdb.queries.params import DEFAULT_TIMEOUT, TIMEOUT_RANGE, TIMEOUT_VARIABLE, Params
+from heapdb.config import TIMEOUT_VARIABLE
+from heapdb.queries.params import DEFAULT_TIMEOUT, TIMEOUT_RANGE, Params
 from heapdb.queries.results import to_data
 
 F = TypeVar("F", bound=Callable[..., Any])

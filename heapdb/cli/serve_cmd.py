@@ -10,7 +10,7 @@ import click
 
 from heapdb.cli import main
 from heapdb.cli.options import service_timeout_option
-from heapdb.errors import ConfigError
+from heapdb.errors import ConfigError, HeapdbError
 
 
 def loopback_only(host: str) -> bool:
@@ -76,6 +76,23 @@ def serve(host: str, port: int, timeout: float | None, workers: int, insecure_no
         # The endpoints are blocking functions run in AnyIO's thread pool: its size bounds concurrency.
         anyio.to_thread.current_default_thread_limiter().total_tokens = workers
 
+    async def update_indexes() -> None:
+        await anyio.to_thread.run_sync(_update_indexes)
+
     app = create_app(timeout=timeout)
     app.router.on_startup.append(size_thread_pool)
+    app.router.on_startup.append(update_indexes)
     uvicorn.run(app, host=host, port=port, log_level="info")
+
+
+def _update_indexes() -> None:
+    """Create the indexes a newer heapdb reads (or replaced), before the first request: a store that
+    only this service reads would otherwise never get them, and its questions would scan objects."""
+    from heapdb import db
+    from heapdb.loader.store import ensure_schema
+
+    try:
+        with db.connect(retry_seconds=2.0) as database:
+            ensure_schema(database)
+    except HeapdbError as e:
+        click.echo(f"heapdb: warning: could not bring Neo4j's indexes up to date, questions may be slow: {e}", err=True)

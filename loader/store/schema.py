@@ -30,7 +30,12 @@ SCHEMA = (
     # is kept: that index cost a load a third of its index writes and 15 bytes per element.
     "DROP INDEX heapdb_object_path IF EXISTS",
     # An object's children in the dominator tree: what it retains, and where a suspect's size piles up.
-    "CREATE INDEX heapdb_object_dom IF NOT EXISTS FOR (o:Object) ON (o.sid, o.dom)",
+    # With the retained size in the key, "its largest children" reads the index alone: an object of
+    # 135,000 children answers in 30 ms instead of 150-500 reading every child. Neo4j seeks a
+    # composite index only given a predicate on every key, so queries say `retained_size IS NOT NULL`
+    # (every object the root reaches has one). It replaced the index on (sid, dom) alone.
+    "DROP INDEX heapdb_object_dom IF EXISTS",
+    "CREATE INDEX heapdb_object_dom_size IF NOT EXISTS FOR (o:Object) ON (o.sid, o.dom, o.retained_size)",
     "CREATE CONSTRAINT heapdb_type_group_key IF NOT EXISTS FOR (t:TypeGroup) REQUIRE (t.sid, t.type) IS UNIQUE",
     # Only the first TOP_RANKS objects of a snapshot (overall, and per type) carry these properties.
     "CREATE INDEX heapdb_object_rank IF NOT EXISTS FOR (o:Object) ON (o.sid, o.rank)",
