@@ -62,7 +62,9 @@ def write_refusal(authorization: str, read_token: str | None, write_token: str |
     given = bearer(authorization)
     if not write_token:
         return JSONResponse(
-            {"error": "this service takes no uploads: set HEAPDB_API_WRITE_TOKEN where it runs to allow them"},
+            {
+                "error": "this service takes no writes (uploads, cancels, rule sets): set HEAPDB_API_WRITE_TOKEN where it runs to allow them"
+            },
             status_code=403,
         )
     if token_is(given, write_token):

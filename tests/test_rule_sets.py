@@ -3,6 +3,7 @@ the REST routes, against the session's real Neo4j. Each test uses its own names;
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import threading
@@ -224,3 +225,140 @@ def test_rest_answers_equal_the_cli(database: Database) -> None:
 
 def names_in(rows: list[dict[str, object]], name: str) -> list[dict[str, object]]:
     return [r for r in rows if r["name"] == name]
+
+
+READ, WRITE = "rules-read-token", "rules-write-token"
+
+
+def token(value: str | None) -> dict[str, str]:
+    return {"Authorization": f"Bearer {value}"} if value else {}
+
+
+def writer(monkeypatch: pytest.MonkeyPatch) -> TestClient:
+    """A client of an app that takes writes, sending the write token (which reads too)."""
+    monkeypatch.setenv("HEAPDB_API_WRITE_TOKEN", WRITE)
+    return TestClient(create_app(token=READ), headers=token(WRITE))
+
+
+def forget(database: Database, name: str) -> None:
+    with contextlib.suppress(NotFound):
+        rulesets.remove_rule_set(database, name)
+
+
+def test_rest_adds_shows_and_removes_versions(database: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HEAPDB_AUTHOR", "the-service-user")  # not who sent the file: not recorded
+    name = unique_name("rest-add")
+    client = writer(monkeypatch)
+    try:
+        first = client.post(f"/api/rules/{name}", content=FIRST.encode(), headers={"Content-Type": "text/plain"})
+        assert first.status_code == 201, first.text
+        record = first.json()
+        assert (record["name"], record["version"], record["text"]) == (name, 1, FIRST)
+        assert record["digest"] == hashlib.sha256(FIRST.encode()).hexdigest() and "author" not in record
+        assert first.headers["location"] == f"/api/rules/{name}?version=1"
+
+        second = client.post(
+            f"/api/rules/{name}",
+            params={"author": "erin"},
+            content=SECOND.encode(),
+            headers={"Content-Type": "application/toml; charset=utf-8"},
+        )
+        assert second.status_code == 201, second.text
+        assert (second.json()["version"], second.json()["author"]) == (2, "erin")
+        assert second.headers["location"] == f"/api/rules/{name}?version=2"
+        third = client.post(
+            f"/api/rules/{name}", content=FIRST.encode(), headers={"Content-Type": "application/octet-stream"}
+        )
+        assert third.status_code == 201 and third.json()["version"] == 3
+
+        shown = client.get(second.headers["location"], headers=token(READ))  # the read token reads what was added
+        assert shown.status_code == 200, shown.text
+        assert shown.json()["text"].encode() == SECOND.encode()  # CRLF, no final newline: byte for byte
+        assert rulesets.get_rule_set(database, name, 1).text == FIRST
+
+        removed = client.delete(f"/api/rules/{name}", params={"version": 1})
+        assert removed.status_code == 200, removed.text
+        assert removed.json() == {"name": name, "version": 1, "removed": 1}
+        gone = client.get(f"/api/rules/{name}", params={"version": 1})
+        assert gone.status_code == 404 and "its versions: 2, 3" in gone.json()["error"]
+        assert client.delete(f"/api/rules/{name}", params={"version": 1}).status_code == 404
+
+        every = client.delete(f"/api/rules/{name}")
+        assert every.status_code == 200 and every.json() == {"name": name, "removed": 2}
+        listed = client.get("/api/rules", params={"all_versions": "true"})
+        assert listed.status_code == 200 and names_in(listed.json(), name) == []
+        unknown = client.delete(f"/api/rules/{name}")
+        assert unknown.status_code == 404 and "no rule set named" in unknown.json()["error"]
+        assert client.delete(f"/api/rules/{name}", params={"version": 0}).status_code == 422
+    finally:
+        forget(database, name)
+
+
+def test_rest_refuses_bad_rule_files_storing_nothing(database: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    name = unique_name("rest-bad")
+    client = writer(monkeypatch)
+    plain = {"Content-Type": "text/plain"}
+    try:
+        bad = client.post(f"/api/rules/{name}", content=BAD.encode(), headers=plain)
+        assert bad.status_code == 422, bad.text
+        # The parser's message: the file (the rule set's name), the line and what was expected there.
+        assert bad.json()["error"].startswith(f"<rule set {name}>:5: owns: weight must be an integer from 1 to 127")
+        not_utf8 = client.post(f"/api/rules/{name}", content=b"version = 1\n# \xff\n", headers=plain)
+        assert not_utf8.status_code == 422 and "not UTF-8 text (byte 14)" in not_utf8.json()["error"]
+        empty = client.post(f"/api/rules/{name}", content=b"", headers=plain)
+        assert empty.status_code == 422 and "expected `version = 1`" in empty.json()["error"]
+
+        over = FIRST.encode() + b"#" * rulesets.MAX_TEXT_BYTES
+        declared = client.post(f"/api/rules/{name}", content=over, headers=plain)  # refused on Content-Length
+        assert declared.status_code == 413 and "larger than 1,048,576 bytes" in declared.json()["error"]
+        chunks = (over[i : i + 65536] for i in range(0, len(over), 65536))
+        streamed = client.post(f"/api/rules/{name}", content=chunks, headers=plain)  # chunked: counted as read
+        assert streamed.status_code == 413, streamed.text
+
+        for content_type in ("application/json", "application/x-www-form-urlencoded", "text/plain; charset=latin-1"):
+            wrong = client.post(f"/api/rules/{name}", content=FIRST.encode(), headers={"Content-Type": content_type})
+            assert wrong.status_code == 415, content_type
+        gzipped = client.post(
+            f"/api/rules/{name}", content=FIRST.encode(), headers={**plain, "Content-Encoding": "gzip"}
+        )
+        assert gzipped.status_code == 415
+        for bad_name in ("a%20b", "-x", "x" * 101):
+            assert client.post(f"/api/rules/{bad_name}", content=FIRST.encode(), headers=plain).status_code == 422
+        assert (
+            client.post(f"/api/rules/{name}", params={"author": "x" * 201}, content=FIRST.encode()).status_code == 422
+        )
+        assert names(rulesets.list_rule_sets(database, all_versions=True), name) == []
+    finally:
+        forget(database, name)
+
+
+def test_rest_rule_writes_need_the_write_token(database: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    name = unique_name("rest-token")
+    rulesets.add_rule_set(database, name, FIRST, author="frank")
+    try:
+        monkeypatch.delenv("HEAPDB_API_WRITE_TOKEN", raising=False)
+        closed = TestClient(create_app(token=READ))
+        for given in (None, READ, WRITE):
+            for method in ("POST", "DELETE"):
+                response = closed.request(method, f"/api/rules/{name}", content=FIRST.encode(), headers=token(given))
+                assert response.status_code == 403, (method, given)
+                assert "HEAPDB_API_WRITE_TOKEN" in response.json()["error"]
+
+        monkeypatch.setenv("HEAPDB_API_WRITE_TOKEN", WRITE)
+        client = TestClient(create_app(token=READ))
+        for given, status in ((None, 401), ("wrong", 401), (READ, 403)):
+            for method in ("POST", "DELETE"):
+                response = client.request(method, f"/api/rules/{name}", content=FIRST.encode(), headers=token(given))
+                assert response.status_code == status, (method, given, response.text)
+        assert rulesets.get_rule_set(database, name).versions == 1  # nothing added, nothing removed
+        for given in (READ, WRITE):  # reads stay as they were: either token
+            assert client.get(f"/api/rules/{name}", headers=token(given)).status_code == 200
+        assert client.get(f"/api/rules/{name}").status_code == 401
+
+        spec = client.get("/openapi.json", headers=token(READ)).json()["paths"]["/api/rules/{name}"]
+        assert spec["post"]["summary"] and spec["delete"]["summary"]
+        assert {"201", "401", "403", "413", "415", "422"} <= set(spec["post"]["responses"])
+        assert "text/plain" in spec["post"]["requestBody"]["content"]
+        assert {"200", "404"} <= set(spec["delete"]["responses"])
+    finally:
+        forget(database, name)

@@ -8,7 +8,7 @@ it back byte for byte), its SHA-256 ``digest``, who added it and when. The text 
 
 The functions take a :class:`heapdb.db.Database` and return frozen :class:`RuleSetRecord` values.
 The data model is in ``docs/data-model.md``; the CLI is ``heapdb rules`` and the REST routes are
-``/api/rules`` and ``/api/rules/{name}``.
+``/api/rules`` and ``/api/rules/{name}`` (``GET``; ``POST`` adds, ``DELETE`` removes).
 """
 
 from __future__ import annotations
@@ -100,17 +100,19 @@ def add_rule_set(
     *,
     author: str | None = None,
     path: str | os.PathLike[str] | None = None,
+    use_default_author: bool = True,
 ) -> RuleSetRecord:
     """Store ``text`` as the next version of the rule set ``name`` (version 1 for a new name).
 
     The text is parsed first (:func:`heapdb.loader.rules.parse_rules`; ``path`` names the file in
     its errors): a bad rule file raises :class:`~heapdb.errors.RuleError` and nothing is written.
-    ``author`` None means :func:`default_author`.
+    ``author`` None means :func:`default_author`, or no author with ``use_default_author=False``
+    (the REST service: the user it runs as did not write the file).
     """
     from heapdb.loader.rules import parse_rules  # the rules package loads numpy; listing needs none of it
 
     check_name(name)
-    if author is None:
+    if author is None and use_default_author:
         author = default_author()
     if author is not None and len(author) > MAX_AUTHOR_CHARS:
         raise ParameterError(f"the author is longer than {MAX_AUTHOR_CHARS} characters")
