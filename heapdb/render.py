@@ -172,7 +172,7 @@ def _signed(n: int, bytes_: bool = False) -> str:
 
 
 def diff_text(answer: Diff | ObjectDiff) -> str:
-    """A diff as a table: one type or path per block, largest growth first."""
+    """A diff as a table: one type, path or bucket per line, largest growth first."""
     if isinstance(answer, ObjectDiff):
         return object_diff_text(answer)
     lines = [f"{answer.before} → {answer.after}, by {answer.by}, largest growth first"]
@@ -183,6 +183,8 @@ def diff_text(answer: Diff | ObjectDiff) -> str:
             f"{c.count_after:>9,} {_signed(c.count_delta):>11} {human_bytes(c.size_after):>11} "
             f"{_signed(c.size_delta, True):>12} {_signed(c.retained_delta, True):>12}  {label}"
         )
+    if answer.by == "bucket":
+        lines.append("(retained: what the bucket's outermost members hold, each byte once; size: its members' own)")
     return "\n".join(lines)
 
 

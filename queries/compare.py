@@ -43,13 +43,54 @@ def _runtime(snapshot: Snapshot) -> str:
     return " ".join(x for x in (snapshot.format, snapshot.runtime) if x) or "unknown"
 
 
+def _diff_buckets(old: Snapshot, new: Snapshot, limit: int) -> Diff:
+    """Per bucket, the change of its objects, self size and retained size (its outermost members'),
+    from the totals each snapshot stores in its ``buckets`` property (so pruned snapshots answer
+    too). A bucket only one snapshot has counts 0 in the other; sorted as ``diff-types`` sorts.
+    Both snapshots need bucket totals: against one loaded without bucket rules every bucket would
+    look new."""
+    missing = list(dict.fromkeys(s.tag for s in (old, new) if not s.buckets))
+    if missing:
+        which = (
+            f"snapshot {missing[0]!r} was" if len(missing) == 1 else f"snapshots {missing[0]!r} and {missing[1]!r} were"
+        )
+        fix = "; ".join(f"`heapdb reanalyze {tag} --rules RULES`" for tag in missing)
+        raise ParameterError(
+            f"by bucket: {which} loaded without bucket rules ([[bucket]] in a rule file, docs/rules.md), so no "
+            f"bucket totals are stored; analyse them again under rules with buckets: {fix} "
+            "(or load their files again with `heapdb load FILE --tag TAG --replace --rules RULES`)"
+        )
+    before = {b["name"]: b for b in old.buckets}
+    after = {b["name"]: b for b in new.buckets}
+    names = list(dict.fromkeys([*after, *before]))
+
+    def figure(side: dict[str, dict[str, Any]], name: str, key: str) -> int:
+        return int(side.get(name, {}).get(key, 0))
+
+    changes = [
+        Change(
+            label=name,
+            hops=[name],
+            count_before=figure(before, name, "objects"),
+            count_after=figure(after, name, "objects"),
+            size_before=figure(before, name, "self_size"),
+            size_after=figure(after, name, "self_size"),
+            retained_before=figure(before, name, "retained_size"),
+            retained_after=figure(after, name, "retained_size"),
+        )
+        for name in names
+    ]
+    changes.sort(key=lambda c: (-c.size_delta, -c.count_delta, c.label))
+    return Diff(before=old.tag, after=new.tag, by="bucket", changes=changes[:limit])
+
+
 class CompareQuestions(Asking):
     def diff(self, before: SnapshotRef, after: SnapshotRef, p: params.Diff = params.Diff()) -> Diff | ObjectDiff:
-        """:meth:`diff_groups` by type or path, :meth:`diff_objects` by object, as ``p.by`` says.
+        """:meth:`diff_groups` by type, path or bucket, :meth:`diff_objects` by object, as ``p.by`` says.
 
         Remembered per pair of snapshot loads when a cache is set, as every cross-snapshot answer is
         (loads never change, so neither do these answers)."""
-        by_object = p.by == "object"  # by type or path reads the stored groups only: summaries answer
+        by_object = p.by == "object"  # by type, path or bucket reads stored totals only: summaries answer
         old, new = self.snapshot(before, objects=by_object), self.snapshot(after, objects=by_object)
 
         def compute() -> Diff | ObjectDiff:
@@ -58,13 +99,15 @@ class CompareQuestions(Asking):
         return self._cached(old, ("diff", new.sid, p), compute)
 
     def diff_groups(self, before: SnapshotRef, after: SnapshotRef, p: params.Diff = params.Diff()) -> Diff:
-        """What changed per type or per retainer path (``p.by``), largest growth first.
+        """What changed per type, per retainer path or per bucket (``p.by``), largest growth first.
 
         Reads the per-group totals stored at load, before and after: safe whatever the ids are.
         """
         if p.by == "object":
-            raise ParameterError("diff_groups compares types or paths; use diff_objects for by='object'")
+            raise ParameterError("diff_groups compares types, paths or buckets; use diff_objects for by='object'")
         old, new = self.snapshot(before), self.snapshot(after)
+        if p.by == "bucket":
+            return _diff_buckets(old, new, p.limit)
         rows = self._run(f"diff-{p.by}s", before=old.tag, after=new.tag, limit=p.limit)
         by_type = p.by == "type"
         changes = [

@@ -122,10 +122,11 @@ class Types(Params):
 
 class Diff(Params):
     stored = ("diff-types", "diff-paths")
-    by: Literal["type", "path", "object"] = Field(
+    by: Literal["type", "path", "object", "bucket"] = Field(
         "type",
         description="Group objects by type, or by retainer path (both need no stable ids), "
-        "or match them by id and type: new / survived / freed (ids must be stable).",
+        "or match them by id and type: new / survived / freed (ids must be stable), "
+        "or by the buckets of the rules the snapshots were loaded under ([[bucket]] rules).",
     )
     limit: int = Field(50, ge=1, le=MAX_GROUP_LIMIT, description="Rows to show.")
     samples: int = Field(

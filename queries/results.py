@@ -133,10 +133,10 @@ class TypeRow:
 
 @dataclass(frozen=True)
 class Change:
-    """One type or retainer path, before and after (a row of a diff)."""
+    """One type, retainer path or bucket, before and after (a row of a diff)."""
 
-    label: str  # the type, or the path as text
-    hops: list[str]  # the path as labels (for a type: just the type)
+    label: str  # the type, the path as text, or the bucket's name
+    hops: list[str]  # the path as labels (for a type or a bucket: just its name)
     count_before: int
     count_after: int
     size_before: int
@@ -158,7 +158,7 @@ class Change:
 class Diff:
     before: str
     after: str
-    by: str  # "type" or "path"
+    by: str  # "type", "path" or "bucket"
     changes: list[Change]
 
 

@@ -1,6 +1,6 @@
 """The compare pages: what changed between builds, as HTML pages with JSON twins.
 
-- ``/compare?before=A&after=B&by=type|path``: the diff by type or by retainer path, a table sorted by
+- ``/compare?before=A&after=B&by=type|path|bucket``: the diff by type, retainer path or owner bucket, a table sorted by
   the column a person picks (``sort=``), with the diff's flame graph of what grew drawn inline (the
   same drawing as ``heapdb diff --format svg``);
 - ``/compare/leaks?tag=A&tag=B&tag=C``: memlab's three-snapshot leak candidates, each cluster with
@@ -111,7 +111,7 @@ def _leak_tags(given: list[str] | None) -> tuple[str, str, str]:
 def _check(p: params.Diff, sort: str) -> None:
     """Refuse what the page cannot show before any database is asked."""
     if p.by == "object":
-        raise ParameterError("by: the compare page groups by type or by path (by=object is the API's)")
+        raise ParameterError("by: the compare page groups by type, path or bucket (by=object is the API's)")
     if sort not in SORT_KEYS:
         raise ParameterError(f"sort: expected one of {', '.join(SORT_KEYS)}, got {sort!r}")
 

@@ -31,6 +31,7 @@ from tests.support.chromium import ChromiumPage
 from tests.support.pages import SCREENSHOTS, loaded_for_pages
 from tests.support.serving import served
 from tests.support.snapshots import Loaded
+from tests.support.v8_fixtures import BUCKET_RULES
 
 
 @pytest.fixture(scope="module")
@@ -208,18 +209,6 @@ def test_treemap_server_time_is_reported(client: TestClient, loaded: Loaded) -> 
 
 
 # --- colouring by owner: a load under bucket rules (docs/rules.md), each rectangle in its bucket's colour
-
-BUCKET_RULES = """\
-version = 1
-
-[[bucket]]
-name = "app"
-object.type = ["LeakyCache", "LeakedItem", "LeakedBuffer"]
-
-[[bucket]]
-name = "engine"
-object.type = [{ glob = "(*)" }, { glob = "system / *" }]
-"""
 
 
 @pytest.fixture(scope="module")

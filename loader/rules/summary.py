@@ -32,6 +32,7 @@ class BucketRow:
     objects: int  # reached members
     self_size: int  # their summed self sizes
     retained_size: int  # the summed retained sizes of the outermost members (no member dominates them)
+    max_retained_size: int = 0  # the largest member's retained size
 
 
 @dataclass(frozen=True)
@@ -90,22 +91,41 @@ def rules_summary(
 
 def bucket_rows(result: Analysis, compiled: CompiledRules) -> tuple[BucketRow, ...]:
     """Per bucket: reached members, their self sizes, and the retained size of the outermost ones."""
-    count = len(compiled.bucket_names)
+    r = result
+    return bucket_totals(
+        r.idom, r.root, r.reachable, r.self_size, r.retained_size, compiled.bucket, compiled.bucket_names
+    )
+
+
+def bucket_totals(
+    idom: np.ndarray,
+    root: int,
+    reachable: np.ndarray,
+    sizes: np.ndarray,
+    retained_sizes: np.ndarray,
+    bucket: np.ndarray,
+    names: tuple[str, ...],
+) -> tuple[BucketRow, ...]:
+    """:func:`bucket_rows` from an analysis' arrays and each object's bucket (an index into ``names``,
+    -1 for none): what ``analyze --rules`` prints and what a load stores on its snapshot
+    (``buckets``, which ``diff --by bucket`` compares), computed in this one place."""
+    count = len(names)
     if count == 0:
         return ()
-    bucket = compiled.bucket
-    member = (bucket >= 0) & result.reachable
-    member[result.root] = False
+    member = (bucket >= 0) & reachable
+    member[root] = False
     group = np.where(member, bucket, 0)
-    outer = outermost_members(result.idom, result.root, group, member, count)
+    outer = outermost_members(idom, root, group, member, count)
     objects = np.bincount(bucket[member], minlength=count)
     self_size = np.zeros(count, dtype=np.int64)
-    np.add.at(self_size, bucket[member], result.self_size[member])
+    np.add.at(self_size, bucket[member], sizes[member])
     retained = np.zeros(count, dtype=np.int64)
-    np.add.at(retained, bucket[outer], result.retained_size[outer])
+    np.add.at(retained, bucket[outer], retained_sizes[outer])
+    largest = np.zeros(count, dtype=np.int64)
+    np.maximum.at(largest, bucket[member], retained_sizes[member])
     rows = [
-        BucketRow(name, int(objects[b]), int(self_size[b]), int(retained[b]))
-        for b, name in enumerate(compiled.bucket_names)
+        BucketRow(name, int(objects[b]), int(self_size[b]), int(retained[b]), int(largest[b]))
+        for b, name in enumerate(names)
     ]
     rows.sort(key=lambda r: (-r.retained_size, r.name))
     return tuple(rows)

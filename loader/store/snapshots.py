@@ -69,6 +69,9 @@ class Snapshot:
     look_through: bool | None = None  # internal rules applied: objects carry `through` and `holder`
     # The known_leak rules applied: {"reason", "link", "line"} each (stored as JSON text).
     known_leaks: tuple[dict[str, Any], ...] = field(default=(), hash=False)
+    # Under bucket rules: each bucket's totals, {"name", "objects", "self_size", "retained_size",
+    # "max_retained_size"} each, largest retained first (stored as JSON text; `diff --by bucket`).
+    buckets: tuple[dict[str, Any], ...] = field(default=(), hash=False)
     meta: dict[str, Any] = field(default_factory=dict, hash=False)  # a dict cannot be hashed; the rest can
 
     @classmethod
@@ -81,8 +84,9 @@ class Snapshot:
             values["meta"] = json.loads(meta)
         elif isinstance(meta, Mapping):
             values["meta"] = dict(meta)
-        if isinstance(values.get("known_leaks"), str):
-            values["known_leaks"] = tuple(json.loads(values["known_leaks"]))
+        for key in ("known_leaks", "buckets"):
+            if isinstance(values.get(key), str):
+                values[key] = tuple(json.loads(values[key]))
         if "rules_disabled_groups" in values:
             values["rules_disabled_groups"] = tuple(values["rules_disabled_groups"])
         return cls(**values)

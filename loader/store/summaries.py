@@ -9,8 +9,9 @@ type, each object's rank among the largest retainers, and per type the list of i
 from __future__ import annotations
 
 import bisect
+import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import cached_property
 from typing import Any
 
@@ -20,6 +21,7 @@ from heapdb.loader.analysis import Analysis, LookThrough, outermost_members
 from heapdb.loader.analysis.ranking import largest_first
 from heapdb.loader.graph import EDGE_KIND_NAMES, NUMERIC_NAME_KINDS, HeapGraph
 from heapdb.loader.paths import FirstPaths, first_paths, path_hops
+from heapdb.loader.rules.summary import bucket_totals
 from heapdb.loader.store.bulk import NULL
 from heapdb.units import shorten
 
@@ -204,6 +206,30 @@ class LoadInput:
         """One row per type: [type, *group figures]."""
         g = self.graph
         return [[g.strings[int(t)], *figures] for t, _first, figures in self._groups(g.type.astype(np.int64))]
+
+    def bucket_groups(self) -> list[dict[str, Any]]:
+        """Under bucket rules, one row per bucket (every bucket the rules name):
+        ``{"name", "objects", "self_size", "retained_size", "max_retained_size"}``, the figures
+        ``heapdb analyze --rules`` prints (:func:`~heapdb.loader.rules.summary.bucket_totals`: the
+        retained size of its outermost members only, each byte once). Empty without bucket rules.
+        Stored on the ``:Snapshot`` as ``buckets`` (:meth:`buckets_property`), which ``diff --by
+        bucket`` compares."""
+        if self.bucket is None or not self.bucket_names:
+            return []
+        g = self.graph
+        rows = bucket_totals(
+            self.idom, g.root, self.reachable, g.self_size, self.retained_size, self.bucket, self.bucket_names
+        )
+        return [asdict(row) for row in rows]
+
+    def buckets_property(self) -> dict[str, str]:
+        """The ``:Snapshot`` property ``buckets`` (JSON text of :meth:`bucket_groups`' rows, largest
+        retained first, then by name); nothing without bucket rules."""
+        rows = self.bucket_groups()
+        if not rows:
+            return {}
+        rows.sort(key=lambda r: (-r["retained_size"], r["name"]))
+        return {"buckets": json.dumps(rows)}
 
     def type_listings(self) -> Iterator[tuple[str, TypeListing]]:
         """Each type with a ``:TypeGroup`` (see :meth:`type_groups`) and the :class:`TypeListing`

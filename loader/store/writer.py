@@ -431,6 +431,8 @@ def snapshot_properties(
         "unreachable_count": int(g.node_count - np.count_nonzero(data.reachable)),
         "root_id": int(g.ids[g.root]),
         "meta": json.dumps({**{k: v for k, v in g.meta.items() if _jsonable(v)}, **(meta or {})}, sort_keys=True),
+        # Under bucket rules: each bucket's totals (JSON text), what `diff --by bucket` compares.
+        **data.buckets_property(),
         **(analysed_with or {}),
     }
 

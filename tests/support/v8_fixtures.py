@@ -24,6 +24,20 @@ from tests.support.v8 import MemlabOracle, ensure_node_tools, run_memlab_oracle,
 
 LEAK_SIZES = (100, 200, 300)
 
+# Owner buckets for leak.js's snapshots (docs/rules.md): the program's leaked classes, and the
+# engine's objects (V8's "(...)" and "system / ..." types) in the other.
+BUCKET_RULES = """\
+version = 1
+
+[[bucket]]
+name = "app"
+object.type = ["LeakyCache", "LeakedItem", "LeakedBuffer"]
+
+[[bucket]]
+name = "engine"
+object.type = [{ glob = "(*)" }, { glob = "system / *" }]
+"""
+
 
 @pytest.fixture(scope="session")
 @needs("node")
