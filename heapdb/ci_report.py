@@ -60,6 +60,8 @@ def gate_finding_lines(f: GateFinding) -> list[str]:
     ]
     if f.known_leak:
         lines.append(f"    known: {f.known_leak}")
+    if f.verdict:
+        lines.append(f"    verdict: {f.verdict}")
     if f.why is not None:
         lines.append(f"    why: {why_command(f.why)}")
     return lines
@@ -182,6 +184,7 @@ def markdown(report: GateReport) -> str:
         for f in cases:
             mark = "❌" if f.fails and f.known_leak is None else "ℹ️"
             kind = KIND_WORDS.get(f.kind, f.kind) + (f" (known: {_cell(f.known_leak)})" if f.known_leak else "")
+            kind += f" (verdict: {_cell(f.verdict)})" if f.verdict else ""
             signature = f"`{f.signature}`" if f.signature is not None else ""
             lines.append(
                 f"| {mark} | {kind} | {_cell(f.type)} | {human_bytes(f.bytes_before)} | {human_bytes(f.bytes_after)} "

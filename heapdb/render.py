@@ -1,29 +1,24 @@
-"""Answers as text for a terminal, and as GraphViz dot and SVG for bug reports.
+"""Answers as text for a terminal (the graph answers are drawn by :mod:`heapdb.drawing`).
 
-The graph answers (why-alive paths, dominator chains, dominated subtrees) become a :class:`Figure`,
-a small list of nodes and edges, which :func:`dot` writes out. Labels carry the object's type, name,
-id and sizes in human units; the root is drawn as a grey house, the object asked about in red.
-Names come straight from the heap (any text at all), so every label is escaped for DOT, control
-characters are shown as escapes, and every name or type in a text or a label is cut (an ellipsis marks
-the cut): names to :data:`NAME_WIDTH` characters, types and reference names to
-:data:`~heapdb.units.NAME_LIMIT`. The full values stay in the database.
+Names come straight from the heap (any text at all), so control characters are shown as escapes,
+and every name or type in a text or a drawing's label is cut (an ellipsis marks the cut): names to
+:data:`NAME_WIDTH` characters, types and reference names to :data:`~heapdb.units.NAME_LIMIT`. The
+full values stay in the database.
 """
 
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from heapdb import units
 from heapdb.loader.graph import ROOT_NAME
-from heapdb.loader.sources import FRAME_SEPARATOR
 from heapdb.queries.results import (
     Diff,
     DominatorChain,
     GrowthReport,
     LeakCluster,
     Leaks,
+    Neighbour,
     ObjectDetails,
     ObjectDiff,
     ObjectInfo,
@@ -183,6 +178,7 @@ def diff_text(answer: Diff | ObjectDiff) -> str:
             f"{c.count_after:>9,} {_signed(c.count_delta):>11} {human_bytes(c.size_after):>11} "
             f"{_signed(c.size_delta, True):>12} {_signed(c.retained_delta, True):>12}  {label}"
         )
+        lines.extend(rule_lines(c.verdict, c.known_leak, " " * 11))
     if answer.by == "bucket":
         lines.append("(retained: what the bucket's outermost members hold, each byte once; size: its members' own)")
     return "\n".join(lines)
@@ -271,6 +267,14 @@ def leaks_text(answer: Leaks) -> str:
     return "\n".join(lines)
 
 
+def rule_lines(verdict: str | None, known_leak: str | None, indent: str) -> list[str]:
+    """What the rules say of a row's path (its largest object's verdict and known leak), one line each."""
+    lines = [f"{indent}verdict: {verdict}"] if verdict else []
+    if known_leak:
+        lines.append(f"{indent}known: {known_leak}")
+    return lines
+
+
 def _cluster_lines(c: LeakCluster) -> list[str]:
     lines = [f"    held by: {c.path}"]
     if c.location:
@@ -292,6 +296,7 @@ def growth_text(answer: GrowthReport) -> str:
         )
         lines.append(f"    objects: {' → '.join(f'{n:,}' for n in g.counts)}")
         lines.append(f"    size:    {' → '.join(human_bytes(n) for n in g.sizes)}")
+        lines.extend(rule_lines(g.verdict, g.known_leak, "    "))
     if not answer.rows:
         lines.append(f"no {answer.by} grew at every step")
     return "\n".join(lines)
@@ -335,6 +340,13 @@ def suspects_text(answer: Suspects) -> str:
     return "\n".join(lines)
 
 
+def _not_retaining(n: Neighbour) -> str:
+    """Why a reference keeps nothing alive: weak by the runtime's rules, or dropped by the snapshot's."""
+    if n.reference.weak:
+        return " (weak)"
+    return " (not retaining under the rules)" if n.reference.dropped else ""
+
+
 def object_text(answer: ObjectDetails) -> str:
     o = answer.object
     lines = [
@@ -352,146 +364,10 @@ def object_text(answer: ObjectDetails) -> str:
         f"referenced by ({len(answer.incoming)} of {answer.incoming_count}):",
     ]
     lines += [
-        f"  {describe(n.object)} --[{reference_label(n.reference)}]-->{' (weak)' if n.reference.weak else ''}"
-        for n in answer.incoming
+        f"  {describe(n.object)} --[{reference_label(n.reference)}]-->{_not_retaining(n)}" for n in answer.incoming
     ]
     lines.append(f"references ({len(answer.outgoing)} of {answer.outgoing_count}):")
     lines += [
-        f"  --[{reference_label(n.reference)}]-->{' (weak)' if n.reference.weak else ''} {describe(n.object)}"
-        for n in answer.outgoing
+        f"  --[{reference_label(n.reference)}]-->{_not_retaining(n)} {describe(n.object)}" for n in answer.outgoing
     ]
     return "\n".join(lines)
-
-
-# --- graphs ----------------------------------------------------------------------------------
-
-
-@dataclass
-class FigureEdge:
-    source: int
-    target: int
-    label: str = ""
-    weak: bool = False
-
-
-@dataclass
-class Figure:
-    """Nodes and edges of a graph answer, with the root(s) and the target singled out."""
-
-    title: str
-    objects: dict[int, ObjectInfo] = field(default_factory=dict)
-    edges: list[FigureEdge] = field(default_factory=list)
-    roots: set[int] = field(default_factory=set)
-    target: int | None = None
-
-    def add(self, o: ObjectInfo) -> None:
-        self.objects.setdefault(o.id, o)
-        if o.root:
-            self.roots.add(o.id)
-
-
-def _type(o: ObjectInfo) -> str:
-    return short_name(o.type, NAME_LIMIT)
-
-
-def figure(answer: WhyAlive | DominatorChain | Retains) -> Figure:
-    """The graph to draw for an answer."""
-    if isinstance(answer, WhyAlive):
-        fig = Figure(
-            f"why is {_type(answer.target)} @{answer.target.id} alive? ({answer.tag})", target=answer.target.id
-        )
-        fig.add(answer.target)
-        seen: set[tuple[int, int, str]] = set()
-        for path in answer.paths:
-            for o in path.objects:
-                fig.add(o)
-            for reference, a, b in zip(path.references, path.objects, path.objects[1:]):
-                key = (a.id, b.id, reference.name)
-                if key not in seen:
-                    seen.add(key)
-                    fig.edges.append(FigureEdge(a.id, b.id, reference_label(reference), reference.weak))
-        return fig
-    if isinstance(answer, DominatorChain):
-        fig = Figure(
-            f"dominators of {_type(answer.target)} @{answer.target.id} ({answer.tag})", target=answer.target.id
-        )
-        fig.add(answer.target)
-        for o in answer.chain:
-            fig.add(o)
-        fig.edges = [FigureEdge(a.id, b.id) for a, b in zip(answer.chain, answer.chain[1:])]
-        return fig
-    cut = f", showing {len(answer.objects) - 1} of {answer.target.retained_count - 1:,}" if answer.truncated else ""
-    fig = Figure(
-        f"what {_type(answer.target)} @{answer.target.id} keeps alive ({answer.tag}{cut})", target=answer.target.id
-    )
-    for o in answer.objects:
-        fig.add(o)
-    fig.edges = [FigureEdge(a, b) for a, b in answer.edges]
-    return fig
-
-
-def dot_string(text: str) -> str:
-    """``text`` as a DOT quoted string: backslashes and quotes escaped, line breaks as DOT's ``\\n``."""
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
-
-
-def node_label(o: ObjectInfo) -> str:
-    name = short_name(o.name) or (ROOT_NAME if o.root else "")
-    lines = [short_name(o.type)]
-    if name and name != o.type:
-        lines.append(name)
-    lines.append(f"@{o.id}  self {human_bytes(o.self_size)}  retained {human_bytes(o.retained_size)}")
-    if o.location:
-        lines.append("at " + short_location(o.location))
-    elif o.allocated_at:  # the allocating frame: the rest of the stack is too long for a label
-        lines.append("allocated in " + short_location(o.allocated_at.split(FRAME_SEPARATOR)[0]))
-    return "\n".join(lines)
-
-
-def dot(answer: WhyAlive | DominatorChain | Retains, link: Callable[[int], str] | None = None) -> str:
-    """GraphViz dot source for a graph answer (top to bottom, root at the top); ``link`` gives each
-    object's URL, which an SVG drawing makes a clickable node."""
-    fig = figure(answer)
-    out = [
-        "digraph heapdb {",
-        f"  label={dot_string(fig.title)}; labelloc=t; fontname=Helvetica;",
-        "  rankdir=TB;",
-        '  node [shape=box, style="rounded,filled", fillcolor="#f7f7f7", fontname=Helvetica, fontsize=11];',
-        "  edge [fontname=Helvetica, fontsize=10];",
-    ]
-    for o in fig.objects.values():
-        attributes = [f"label={dot_string(node_label(o))}"]
-        if o.id in fig.roots:
-            attributes += ["shape=house", 'fillcolor="#d9d9d9"', "penwidth=2", 'tooltip="root"']
-        if o.id == fig.target:
-            attributes += ['fillcolor="#ffb3b3"', 'color="#cc0000"', "penwidth=2.5", 'tooltip="target"']
-        if link is not None:
-            attributes += [f"URL={dot_string(link(o.id))}", 'target="_top"']
-        out.append(f"  n{_node_key(o.id)} [{', '.join(attributes)}];")
-    for e in fig.edges:
-        attributes = [f"label={dot_string(e.label)}"] if e.label else []
-        if e.weak:
-            attributes.append("style=dashed")
-        suffix = f" [{', '.join(attributes)}]" if attributes else ""
-        out.append(f"  n{_node_key(e.source)} -> n{_node_key(e.target)}{suffix};")
-    out.append("}")
-    return "\n".join(out) + "\n"
-
-
-def _node_key(object_id: int) -> str:
-    # Ids can be negative in principle; DOT identifiers cannot start with a minus sign.
-    return str(object_id) if object_id >= 0 else f"m{-object_id}"
-
-
-def svg(answer: WhyAlive | DominatorChain | Retains, link: Callable[[int], str] | None = None) -> str:
-    """The answer drawn as SVG by GraphViz's ``dot`` (the Debian ``graphviz`` package)."""
-    import graphviz
-
-    try:
-        return graphviz.Source(dot(answer, link)).pipe(format="svg", encoding="utf-8")
-    except graphviz.ExecutableNotFound:
-        from heapdb.errors import HeapdbError
-
-        raise HeapdbError(
-            "GraphViz's `dot` is not installed (apt-get install graphviz); use the dot format instead"
-        ) from None

@@ -58,7 +58,9 @@ SYNTHETIC_KIND = "synthetic"
 # V8's root groups whose references record the moment a snapshot was taken, not the program: a
 # compiler's handles, the handle scopes of the code running. Breadth-first searches from the root
 # (distances, first paths) follow their references only after every other reference, so the same
-# program keeps the same retainer paths from build to build (see heapdb.loader.paths).
+# program keeps the same retainer paths from build to build (see heapdb.loader.paths). This set
+# always applies, with rules or without; `[[transient]]` rules (docs/rules.md) add objects to it,
+# and V8's default rules list it as the group `v8-transient-roots` for a team to see and extend.
 TRANSIENT_ROOT_GROUPS = frozenset(
     {"(Handle scope)", "(Strong roots)", "(Relocatable)", "(Compilation cache)", "(Write barrier)", "(Debugger)"}
 )
@@ -142,6 +144,17 @@ class HeapGraph:
         """bool[n]: the synthetic nodes named in :data:`TRANSIENT_ROOT_GROUPS`."""
         names = [i for i, text in enumerate(self.strings) if text in TRANSIENT_ROOT_GROUPS]
         return self.synthetic_nodes() & np.isin(self.name, names)
+
+    def transient_nodes(self, extra: np.ndarray | None = None) -> np.ndarray:
+        """bool[n]: what breadth-first searches from the root (first paths, distances) follow last:
+        :meth:`transient_root_groups`, and the objects ``extra`` (bool[n], what ``[[transient]]``
+        rules select) marks besides."""
+        deferred = self.transient_root_groups()
+        if extra is not None:
+            if extra.shape != (self.node_count,):
+                raise ValueError(f"transient must be bool[{self.node_count}], not {extra.dtype}{extra.shape}")
+            deferred |= extra.astype(np.bool_, copy=False)
+        return deferred
 
     def edge_sources(self) -> np.ndarray:
         """The source node of every edge (int32[m]), expanded from the CSR offsets."""

@@ -9,8 +9,8 @@ For every object reachable over retaining references, its **first path** is the 
 search from the root finds first, following each object's references in the snapshot's order
 (so it is a shortest path, and the same one every time), with one exception: the references of the
 root groups in :data:`~heapdb.loader.graph.TRANSIENT_ROOT_GROUPS` (what the VM happened to be doing when the snapshot was
-taken: a compiler's handles, the handle scopes of running code) are followed only after every other
-path is exhausted. A module's array that an optimising compiler held a handle to at that moment is
+taken: a compiler's handles, the handle scopes of running code), and of the objects ``[[transient]]``
+rules select (docs/rules.md), are followed only after every other path is exhausted. A module's array that an optimising compiler held a handle to at that moment is
 then still named by the variable that holds it (``(GC roots) / … / auditTrail → Array``), not by
 ``(Handle scope) → Array`` in one build and the variable in the next: the paths of the same program
 stay the same from build to build, as leak signatures need. (memlab postpones V8's root groups in
@@ -81,8 +81,12 @@ class FirstPaths:
     signature: np.ndarray  # int64[n]
 
 
-def first_paths(graph: HeapGraph, retaining: np.ndarray) -> FirstPaths:
-    """Breadth-first first paths over the retaining references, and their signatures."""
+def first_paths(graph: HeapGraph, retaining: np.ndarray, transient: np.ndarray | None = None) -> FirstPaths:
+    """Breadth-first first paths over the retaining references, and their signatures.
+
+    ``transient`` (bool[n], what ``[[transient]]`` rules select; an analysis keeps it as
+    ``Analysis.transient``) adds objects to V8's transient root groups, whose references the search
+    follows last."""
     n = graph.node_count
     numeric = np.array(sorted(int(k) for k in NUMERIC_NAME_KINDS), dtype=np.uint8)
     named = ~np.isin(graph.edge_kind, numeric)
@@ -107,7 +111,7 @@ def first_paths(graph: HeapGraph, retaining: np.ndarray) -> FirstPaths:
     )
 
     order, parent, parent_edge, _ = first_search(
-        graph.root, graph.edge_start, graph.edge_to, retaining, graph.transient_root_groups()
+        graph.root, graph.edge_start, graph.edge_to, retaining, graph.transient_nodes(transient)
     )
     signature = np.zeros(n, dtype=np.uint64)
     _signatures(

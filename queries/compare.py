@@ -120,6 +120,9 @@ class CompareQuestions(Asking):
                 size_after=r["size_after"],
                 retained_before=r["retained_before"],
                 retained_after=r["retained_after"],
+                signature=r.get("sig"),
+                verdict=r.get("verdict"),
+                known_leak=r.get("known_leak"),
             )
             for r in rows
         ]
@@ -264,6 +267,10 @@ class CompareQuestions(Asking):
         of :meth:`id_check` (baseline against final). By ``path``: retainer paths that gained objects
         from baseline to target and did not give them back in final (count in final >= count in
         target), ranked by the growth of their retained size from baseline to final; needs no stable ids.
+
+        Clusters a ``known_leak`` rule covers are answered apart (``known``), never as new leaks: by id
+        the members it covers, by path the paths whose largest member in final (the group's first
+        sample) it covers; by path, a cluster's ``verdict`` is that largest member's too.
         """
         # By path, baseline and target answer from their path groups (summaries do); final's objects
         # give each cluster its type and samples. By id, every snapshot's objects are matched.
@@ -321,7 +328,9 @@ class CompareQuestions(Asking):
         if p.by == "id":
             rows, known, warnings = self._leaks_by_id(base, middle, last, p, tags)
         else:
-            rows = self._run("leaks-paths", **tags)
+            # By path, a path whose largest member in final a known_leak rule covers is a known leak.
+            rows = self._run("leaks-paths", **tags, known=False)
+            known = self._run("leaks-paths", **tags, known=True) if last.known_leaks else []
         links = {k["reason"]: k.get("link") for k in last.known_leaks}
 
         def cluster(r: dict[str, Any]) -> LeakCluster:
@@ -385,6 +394,8 @@ class CompareQuestions(Asking):
                     size_growth=r["size_growth"],
                     count_growth=r["count_growth"],
                     signature=r.get("sig"),
+                    verdict=r.get("verdict"),
+                    known_leak=r.get("known_leak"),
                 )
                 for r in rows
             ],

@@ -8,7 +8,8 @@
 // What `heapdb gate` reads: one row per candidate :PathGroup that may be a finding (it retains at
 // least min_bytes, or at least growth_bytes, which any path that grew by that much does), with the
 // baseline's group of the same signature (0 where there is none) and the candidate group's largest
-// member, whose type names the path and whose `known_leak` (set under rules) says the leak is known.
+// member (`samples[0]`), whose type names the path, whose `known_leak` (set under rules) says the
+// leak is known and whose `verdict` (a verdict rule's note) is shown with the finding.
 // Reads stored group totals only: answers at once at any heap size, needs no stable ids.
 //
 // retained_before and retained_after are what each build holds *under* the path: the most that its
@@ -28,6 +29,6 @@ RETURN g.sig AS sig, g.path AS path, g.hops AS hops, coalesce(largest.type, last
        coalesce(old.objects, 0) AS objects_before, g.objects AS objects_after,
        coalesce(old.held, old.retained_size, 0) AS retained_before,
        coalesce(g.held, g.retained_size) AS retained_after,
-       g.samples[0] AS sample, largest.known_leak AS known_leak
+       g.samples[0] AS sample, largest.known_leak AS known_leak, largest.verdict AS verdict
 ORDER BY retained_after DESC, sig
 LIMIT 10000

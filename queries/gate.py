@@ -15,7 +15,8 @@ A finding whose path extends another finding's path (the payload arrays under a 
 instances) is part of that finding, not one of its own; a path that grew only because a new leak
 appeared beneath it is that new leak. What a build holds "under" a path is the most that path's
 group or any longer path's group retains (``gate-paths`` says why). Findings the rules' ``known_leak`` covers
-are reported apart and never fail.
+are reported apart and never fail. A path finding's ``known_leak`` and ``verdict`` are those of the path's
+largest object in the candidate (its group's first sample), as for every answer by path.
 
 **Thresholds** (``max_growth``, ``min_bytes``, ``fail_on``) are taken, each on its own, from the
 parameters when given there, else from the ``[gate]`` table of a rule set (the one ``rules`` names,
@@ -82,6 +83,7 @@ def classify(
                 bytes_after=after,
                 why=None if r.get("sample") is None else ObjectRef(tag, r["sample"]),
                 known_leak=r.get("known_leak"),
+                verdict=r.get("verdict"),
             )
         )
     outermost = _outermost(found)
@@ -244,6 +246,7 @@ class GateQuestions(SuspectQuestions):
                     bytes_after=o.object.retained_size,
                     why=o.why,
                     known_leak=o.object.known_leak,
+                    verdict=o.object.verdict,
                 )
         for t in after.types:
             if t.type not in had and t.type not in found:

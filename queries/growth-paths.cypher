@@ -8,6 +8,10 @@
 // when the self size of the objects held that way grew from each snapshot to the next and their
 // count never shrank. Ranked by the growth from the first snapshot to the last. The series columns
 // list one value per snapshot, in the order of the tags.
+//
+// Each path's `verdict` and `known_leak` (set by a load under rules, docs/rules.md) are those of the
+// newest snapshot's group's largest member (`samples[0]`), the rule `gate-paths` follows; looked up
+// for the paths answered only, null where the objects are not stored (a pruned snapshot).
 UNWIND range(0, size($tags) - 1) AS i
 MATCH (s:Snapshot {tag: $tags[i], status: 'ready'})
 WITH i, s ORDER BY i
@@ -20,9 +24,12 @@ CALL (sids, newest) {
   WITH k, g ORDER BY k
   RETURN collect(CASE WHEN g IS NULL THEN [0, 0, 0] ELSE [g.objects, g.self_size, g.retained_size] END) AS series
 }
-WITH newest, series
+WITH sids, newest, series
 WHERE all(k IN range(1, size(series) - 1) WHERE series[k][1] > series[k - 1][1] AND series[k][0] >= series[k - 1][0])
-RETURN newest.sig AS sig, newest.path AS path, newest.hops AS hops, [x IN series | x[0]] AS counts, [x IN series | x[1]] AS sizes,
-       [x IN series | x[2]] AS retained, last(series)[1] - head(series)[1] AS size_growth, last(series)[0] - head(series)[0] AS count_growth
-ORDER BY size_growth DESC, count_growth DESC, sig
+WITH sids, newest, series, last(series)[1] - head(series)[1] AS size_growth, last(series)[0] - head(series)[0] AS count_growth
+ORDER BY size_growth DESC, count_growth DESC, newest.sig
 LIMIT $limit
+OPTIONAL MATCH (largest:Object {sid: last(sids), id: newest.samples[0]})
+RETURN newest.sig AS sig, newest.path AS path, newest.hops AS hops, [x IN series | x[0]] AS counts, [x IN series | x[1]] AS sizes,
+       [x IN series | x[2]] AS retained, size_growth, count_growth, largest.verdict AS verdict, largest.known_leak AS known_leak
+ORDER BY size_growth DESC, count_growth DESC, sig

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from heapdb.config import TIMEOUT_VARIABLE
 from heapdb.errors import ConfigError, ParameterError
 from heapdb.gatecheck import GateCheck
+from heapdb.queries.ignoring import parse_all
 from heapdb.units import parse_threshold
 
 MAX_K = 10  # retainer paths per why-alive answer
@@ -94,10 +95,22 @@ class Why(Params):
     ignore_name: tuple[str, ...] = Field((), description="A reference name the paths must not use (repeatable).")
     ignore_type: tuple[str, ...] = Field((), description="An object type the paths must not pass through (repeatable).")
     ignore_id: tuple[int, ...] = Field((), description="An object id the paths must not pass through (repeatable).")
+    ignore: tuple[str, ...] = Field(
+        (),
+        description="References the paths must not use, selected as a rule file's [[ignore]] does, on one line: "
+        '\'to.type = "system / Context"\', \'from.type = "Emitter", edge.name = { glob = "_*" }\' '
+        "(docs/rules.md; repeatable).",
+    )
+
+    @field_validator("ignore")
+    @classmethod
+    def _selectors(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        parse_all(value)  # a bad selector is a ParameterError naming it, before any query runs
+        return value
 
     @property
     def ignores(self) -> bool:
-        return bool(self.ignore_name or self.ignore_type or self.ignore_id)
+        return bool(self.ignore_name or self.ignore_type or self.ignore_id or self.ignore)
 
 
 class Retains(Params):

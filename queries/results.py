@@ -70,6 +70,9 @@ class Reference:
     kind: str
     name: str
     weak: bool = False
+    # A :REF the snapshot's rules keep from retaining (ignored, weak, or outranked by an owner;
+    # docs/rules.md). Set on an object's references; paths never use one.
+    dropped: bool = False
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Reference:
@@ -146,6 +149,11 @@ class Change:
     count_delta: int = field(init=False)
     size_delta: int = field(init=False)
     retained_delta: int = field(init=False)
+    signature: int | None = None  # by path: the path's signature
+    # By path, from the path's largest object (its group's first sample) in after, or in before for a
+    # path only before has: a verdict rule's note on it, and the reason of the known leak it is part of.
+    verdict: str | None = None
+    known_leak: str | None = None
 
     def __post_init__(self) -> None:
         # Stored fields rather than properties, so that the JSON form carries them too.
@@ -177,7 +185,7 @@ class LeakCluster:
     why: ObjectRef  # the first sample, in the final snapshot
     counts: list[int] | None = None  # by path: objects held this way in baseline, target, final
     known_leak: KnownLeak | None = None  # the known_leak rule that covers it (docs/rules.md)
-    verdict: str | None = None  # a verdict rule's note on its objects
+    verdict: str | None = None  # a verdict rule's note on its largest member (by path: the path's largest object)
     location: str | None = None  # the script position of one of its objects, where recorded
     allocated_at: str | None = None  # the allocation stack of one of its objects, where recorded
 
@@ -201,7 +209,8 @@ class Leaks:
     clusters: list[LeakCluster]
     by: str = "id"
     warnings: list[str] = field(default_factory=list)  # why the answer may be wrong (ids not stable)
-    known: list[LeakCluster] = field(default_factory=list)  # by id: clusters that known_leak rules cover
+    # Clusters a known_leak rule covers, apart from the new ones (by path: the paths whose largest member it covers).
+    known: list[LeakCluster] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -265,6 +274,9 @@ class Growth:
     size_growth: int  # last minus first
     count_growth: int
     signature: int | None = None  # by path: the path's signature
+    # By path, from the path's largest object in the newest snapshot: its verdict note and known leak's reason.
+    verdict: str | None = None
+    known_leak: str | None = None
 
 
 @dataclass(frozen=True)
@@ -348,6 +360,7 @@ class GateFinding:
     bytes_after: int  # ... and in the candidate
     why: ObjectRef | None  # the largest object held this way, in the candidate
     known_leak: str | None = None  # the reason of the rules' known_leak that covers it: reported, never fails
+    verdict: str | None = None  # a verdict rule's note on the path's largest object (a suspect: on the object)
     fails: bool = True  # whether this finding fails the gate (its kind is in fail_on, it is not known)
     growth: int = field(init=False)
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from heapdb.errors import NotFound
-from heapdb.loader.store import Snapshot, TypeListing
-from heapdb.queries import params
+from heapdb.errors import NotFound, ParameterError
+from heapdb.loader.graph import SYNTHETIC_KIND
+from heapdb.loader.store import DroppedReferences, Snapshot, TypeListing
+from heapdb.queries import ignoring, params
 from heapdb.queries.base import Asking, SnapshotRef
 from heapdb.queries.params import MAX_LIMIT
 from heapdb.queries.results import (
@@ -35,16 +36,24 @@ class SnapshotQuestions(Asking):
             raise self._not_found(snapshot, object_id)
         row = rows[0]
 
-        def neighbours(items: list[dict[str, Any]]) -> list[Neighbour]:
-            return [
-                Neighbour(Reference.from_row(item["reference"]), ObjectInfo.from_row(item["object"])) for item in items
-            ]
+        this = ObjectInfo.from_row(row["object"])
+        dropped = self._dropped(snapshot)
+
+        def neighbours(items: list[dict[str, Any]], incoming: bool) -> list[Neighbour]:
+            found = []
+            for item in items:
+                reference, other = Reference.from_row(item["reference"]), ObjectInfo.from_row(item["object"])
+                holder, target = (other, this) if incoming else (this, other)
+                if dropped is not None and not reference.weak and dropped.contains(holder.id, target.id):
+                    reference = replace(reference, dropped=True)
+                found.append(Neighbour(reference, other))
+            return found
 
         return ObjectDetails(
             tag=snapshot.tag,
-            object=ObjectInfo.from_row(row["object"]),
-            incoming=neighbours(row["incoming"]),
-            outgoing=neighbours(row["outgoing"]),
+            object=this,
+            incoming=neighbours(row["incoming"], incoming=True),
+            outgoing=neighbours(row["outgoing"], incoming=False),
             incoming_count=row["incoming_count"],
             outgoing_count=row["outgoing_count"],
         )
@@ -90,74 +99,152 @@ class SnapshotQuestions(Asking):
         """Retaining paths from the root to the object, over :REF only.
 
         The first path is a shortest one: without ignore lists, the object's first path as the
-        loader's breadth-first search found it, read back along :FIRST (stored query ``why-alive``);
-        with them, one breadth-first search from the root that avoids the ignored reference names,
-        object types and ids (``why-alive-avoiding``). With ``k > 1`` the further paths each end with
-        a different retaining reference into the object: for each of the other direct retainers,
-        nearest to the root first, the shortest path to that retainer that does not pass through the
-        object, plus its reference. So the paths are distinct in their last hop, like the rows of
-        DevTools' retainers view; an object with one retainer has one path whatever ``k`` is.
+        loader's breadth-first search found it, read back along ``via`` (stored query
+        ``why-alive``); with them, one breadth-first search from the root that avoids the ignored
+        reference names, object types and ids (``why-alive-avoiding``). ``--ignore`` selectors
+        (:mod:`heapdb.queries.ignoring`) are checked on each path found, and the search asked again
+        without the references they name, until a path uses none.
+
+        With ``k > 1``, further paths that differ in more than their last hop, most different
+        first: each *independent* path shares no object with the paths before it but the root, the
+        runtime's root groups and the object's dominators (which every path passes through); then,
+        when no further independent path exists, one path through each of the object's other
+        direct holders, nearest to the root first: the shortest path to that holder that does not
+        pass through the object, plus its reference (shortest first). A second reference from a
+        holder already on a path adds nothing, so an object with one holder has one path.
         """
         snapshot = self.snapshot(ref, objects=True)
         return self._cached(snapshot, ("why", object_id, p), lambda: self._why_alive(snapshot, object_id, p))
 
+    def _dropped(self, snapshot: Snapshot) -> DroppedReferences | None:
+        """The references the snapshot's rules keep from retaining (stored query ``dropped-references``)."""
+        if snapshot.rules is None and snapshot.default_rules is None:
+            return None
+
+        def read() -> DroppedReferences | None:
+            rows = self._run("dropped-references", tag=snapshot.tag)
+            if not rows or rows[0]["holders"] is None:
+                return None
+            return DroppedReferences.from_properties(rows[0]["holders"], rows[0]["targets"])
+
+        return self._cached(
+            snapshot, ("dropped references",), read, weigh=lambda found: 0 if found is None else found.nbytes
+        )
+
     def _why_alive(self, snapshot: Snapshot, object_id: int, p: params.Why) -> WhyAlive:
+        avoid = ignoring.avoiding(p.ignore_name, p.ignore_type, p.ignore_id, p.ignore, self._dropped(snapshot))
         ignored: dict[str, list[Any]] = {
             "names": list(p.ignore_name),
             "types": list(p.ignore_type),
             "ids": list(p.ignore_id),
+            "selectors": list(p.ignore),
         }
         paths: list[RetainerPath] = []
-        first = self._shortest_path(snapshot, object_id, p)
+        first = self._shortest_path(snapshot, object_id, avoid)
         if first is not None:
             paths.append(first)
             target = first.objects[-1]
         else:  # no path: an unknown object raises here; an unreachable or fenced-off one has none
             target = self._object(snapshot, object_id)
         if p.k > 1 and first is not None and first.length > 0:
-            # Room for parallel references (the same holder, kind and name twice), which count once.
-            holders = self._run(
-                "retainers",
-                tag=snapshot.tag,
-                id=object_id,
-                limit=min(MAX_LIMIT, 4 * p.k),
-                ignore_names=ignored["names"],
-                ignore_types=ignored["types"],
-                ignore_ids=ignored["ids"],
-            )
-            used = {(first.objects[-2].id, first.references[-1].kind, first.references[-1].name)}
-            for row in holders:
-                if len(paths) >= p.k:
-                    break
-                holder, reference = ObjectInfo.from_row(row["holder"]), Reference.from_row(row["reference"])
-                if (holder.id, reference.kind, reference.name) in used:
-                    continue
-                used.add((holder.id, reference.kind, reference.name))
-                # The path to the holder must not run through the target: that would be circular. The
-                # plain search usually avoids it anyway, and is about twice as fast as the filtered one.
-                prefix = self._shortest_path(snapshot, holder.id, p)
-                if prefix is not None and any(o.id == object_id for o in prefix.objects):
-                    fenced = p.model_copy(update={"ignore_id": (*p.ignore_id, object_id)})
-                    prefix = self._shortest_path(snapshot, holder.id, fenced)
-                if prefix is not None:
-                    paths.append(RetainerPath(prefix.objects + [target], prefix.references + [reference]))
-        # The first path first, then the others shortest first: one through a transient V8 root
-        # group (a handle scope) may be shorter than the first path, which follows those last.
-        paths[1:] = sorted(paths[1:], key=lambda path: path.length)
+            paths += self._independent_paths(snapshot, object_id, avoid, first, p.k - 1)
+            if len(paths) < p.k:
+                paths += self._paths_via_other_holders(snapshot, target, avoid, paths, p.k - len(paths))
         return WhyAlive(tag=snapshot.tag, target=target, paths=paths, ignored=ignored)
 
-    def _shortest_path(self, snapshot: Snapshot, object_id: int, p: params.Why) -> RetainerPath | None:
-        if p.ignores:
+    def _independent_paths(
+        self, snapshot: Snapshot, object_id: int, avoid: ignoring.Avoiding, first: RetainerPath, wanted: int
+    ) -> list[RetainerPath]:
+        """Up to ``wanted`` paths, each sharing nothing with ``first`` and those found before it but
+        the root, root groups and the object's dominators."""
+        rows = self._run("dominators", tag=snapshot.tag, id=object_id)
+        shared = {o["id"] for o in rows[0]["objects"]} if rows else set()
+        found: list[RetainerPath] = []
+        fenced: set[int] = set()
+        last = first
+        while len(found) < wanted:
+            more = {o.id for o in last.objects[1:-1] if o.kind != SYNTHETIC_KIND} - shared - fenced
+            if not more:  # the last path ran through nothing but what every path must pass
+                break
+            fenced |= more
+            last_or_none = self._shortest_path(snapshot, object_id, avoid.with_ids(sorted(fenced)))
+            if last_or_none is None:
+                break
+            last = last_or_none
+            found.append(last)
+        return found
+
+    def _paths_via_other_holders(
+        self, snapshot: Snapshot, target: ObjectInfo, avoid: ignoring.Avoiding, paths: list[RetainerPath], wanted: int
+    ) -> list[RetainerPath]:
+        """Up to ``wanted`` paths through the object's direct holders that no path in ``paths`` ends at."""
+        rows = self._run(
+            "retainers",
+            tag=snapshot.tag,
+            id=target.id,
+            # Room for holders the selectors leave out and for those already ending a path.
+            limit=min(MAX_LIMIT, 4 * (wanted + len(paths))),
+            **avoid.query_parameters(),
+        )
+        used = {path.objects[-2].id for path in paths}
+        found: list[RetainerPath] = []
+        for row in rows:
+            if len(found) >= wanted:
+                break
+            holder, reference = ObjectInfo.from_row(row["holder"]), Reference.from_row(row["reference"])
+            if holder.id in used or avoid.lists(reference) or avoid.skips(holder, reference, target):
+                continue
+            used.add(holder.id)
+            # The path to the holder must not run through the target: that would be circular. The
+            # plain search usually avoids it anyway, and is about twice as fast as the filtered one.
+            prefix = self._shortest_path(snapshot, holder.id, avoid)
+            if prefix is not None and any(o.id == target.id for o in prefix.objects):
+                prefix = self._shortest_path(snapshot, holder.id, avoid.with_ids([target.id]))
+            if prefix is not None:
+                found.append(RetainerPath(prefix.objects + [target], prefix.references + [reference]))
+        # Shortest first: one through a transient V8 root group (a handle scope) may be shorter than
+        # the first path, which follows those last.
+        return sorted(found, key=lambda path: path.length)
+
+    def _shortest_path(self, snapshot: Snapshot, object_id: int, avoid: ignoring.Avoiding) -> RetainerPath | None:
+        """A shortest retaining path from the root to the object that avoids ``avoid``."""
+        if not avoid.searched:
+            # The stored first path is a shortest one under the snapshot's rules (it uses no
+            # reference they drop); when no selector names one of its references, it is the answer.
+            stored = self._path_rows(self._run("why-alive", tag=snapshot.tag, id=object_id))
+            if stored is None or not avoid.selectors or not self._ignored_hops(stored, avoid):
+                return stored
+        excluded: list[str] = []
+        for _round in range(ignoring.MAX_ROUNDS):
             rows = self._run(
-                "why-alive-avoiding",
-                tag=snapshot.tag,
-                id=object_id,
-                ignore_names=list(p.ignore_name),
-                ignore_types=list(p.ignore_type),
-                ignore_ids=list(p.ignore_id),
+                "why-alive-avoiding", tag=snapshot.tag, id=object_id, ignore_refs=excluded, **avoid.search_parameters()
             )
-        else:
-            rows = self._run("why-alive", tag=snapshot.tag, id=object_id)
+            path = self._path_rows(rows)
+            if path is None:
+                return None
+            if path.objects[-1].type in avoid.cut_types and path.length > 0:
+                return None  # every reference into the object is ignored
+            hops = self._ignored_hops(path, avoid)
+            if not hops:
+                return path
+            learned = avoid.learn(path.objects, path.references, hops)
+            if learned.cut:
+                return None
+            avoid = learned.avoiding
+            excluded += [rows[0]["references"][i]["ref"] for i in learned.single]
+        raise ParameterError(
+            f"the shortest paths still used references that {ignoring.OPTION} selectors or the snapshot's "
+            f"rules leave out after {ignoring.MAX_ROUNDS} searches; select them more broadly (for example "
+            "by `to.type`, `edge.name` or `edge.kind` alone, which the search checks itself)"
+        )
+
+    @staticmethod
+    def _ignored_hops(path: RetainerPath, avoid: ignoring.Avoiding) -> list[int]:
+        objects = path.objects
+        return [i for i, reference in enumerate(path.references) if avoid.skips(objects[i], reference, objects[i + 1])]
+
+    @staticmethod
+    def _path_rows(rows: list[dict[str, Any]]) -> RetainerPath | None:
         if not rows:
             return None
         objects = [ObjectInfo.from_row(o) for o in rows[0]["objects"]]

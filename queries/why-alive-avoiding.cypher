@@ -6,16 +6,22 @@
 // param ignore_names: list<string> = [] -- reference names the path must not use
 // param ignore_types: list<string> = [] -- object types the path must not pass through
 // param ignore_ids: list<int> = [] -- object ids the path must not pass through
+// param ignore_kinds: list<string> = [] -- reference kinds the path must not use
+// param ignore_kind_names: list<string> = [] -- references the path must not use, as "kind:name"
+// param ignore_refs: list<string> = [] -- element ids of references the path must not use
 //
 // Both ends are bound, so shortestPath is a bidirectional breadth-first search that stops at the
 // first path; the WHERE predicates are checked during the search (the plan's ShortestPath operator
 // carries them). Weak references are :WEAK_REF and never followed. The root and the target are exempt from
-// the ignore lists. No row: the root does not reach the object without the ignored references.
+// the ignore lists. Each reference comes with its element id (`ref`): `heapdb why --ignore SELECTOR`
+// checks a path's references against rule selectors (and the snapshot's rules' dropped references)
+// and asks again without what they name (queries/ignoring.py). No row: the root does not reach the object without the ignored references.
 MATCH (s:Snapshot {tag: $tag, status: 'ready'})
 MATCH (root:Root {sid: s.sid})
 MATCH (target:Object {sid: s.sid, id: $id})
 MATCH p = shortestPath((root)-[:REF*0..]->(target))
-WHERE all(r IN relationships(p) WHERE NOT r.name IN $ignore_names)
+WHERE all(r IN relationships(p) WHERE NOT r.name IN $ignore_names AND NOT r.kind IN $ignore_kinds
+                                   AND NOT (r.kind + ':' + r.name) IN $ignore_kind_names AND NOT elementId(r) IN $ignore_refs)
   AND all(n IN nodes(p) WHERE n = target OR n = root OR NOT (n.type IN $ignore_types OR n.id IN $ignore_ids))
 RETURN [n IN nodes(p) | n {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached, .verdict, .known_leak, .location, .allocated_at}] AS objects,
-       [r IN relationships(p) | r {.kind, .name}] AS references
+       [r IN relationships(p) | r {.kind, .name, ref: elementId(r)}] AS references

@@ -39,7 +39,7 @@ from starlette.convertors import Convertor, register_url_convertor
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from heapdb import __version__, config, db, render
+from heapdb import __version__, config, db, drawing, render
 from heapdb.errors import HeapdbError, NotFound, ParameterError
 from heapdb.queries import catalog, params, results
 from heapdb.queries.cache import AnswerCache
@@ -383,10 +383,10 @@ def create_app(
         answer = questions().diff(before, after, p)
         if format == "svg":
             assert isinstance(answer, results.Diff)
-            drawing = render.growth_flamegraph(answer)
-            if drawing is None:
+            flame = render.growth_flamegraph(answer)
+            if flame is None:
                 raise NotFound(f"nothing grew from {before} to {after}: there is no flame graph to draw")
-            return Response(drawing, media_type=GRAPH_MEDIA["svg"])
+            return Response(flame, media_type=GRAPH_MEDIA["svg"])
         return JSONResponse(links.to_json(answer))
 
     @app.get("/api/leaks", summary="memlab's three-snapshot leak candidates, clustered by retainer path")
@@ -469,7 +469,7 @@ def create_app(
 
 def _graph_response(answer: results.WhyAlive | results.DominatorChain | results.Retains, fmt: str) -> Response:
     if fmt == "dot":
-        return Response(render.dot(answer), media_type=GRAPH_MEDIA["dot"])
+        return Response(drawing.dot(answer), media_type=GRAPH_MEDIA["dot"])
     if fmt == "svg":
-        return Response(render.svg(answer), media_type=GRAPH_MEDIA["svg"])
+        return Response(drawing.svg(answer), media_type=GRAPH_MEDIA["svg"])
     return JSONResponse(links.to_json(answer))

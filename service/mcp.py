@@ -166,8 +166,9 @@ class Tools:
             "why",
             "Why is this object alive: the chains of references from the root to it, shortest first "
             "(each path's `objects` from the root down, `references` between them). Names the structure "
-            "that holds a leak. Use `ignore_name`/`ignore_type`/`ignore_id` to look past a holder, `k` for "
-            "more paths; then `dominators` for what would free it.",
+            "that holds a leak. Use `ignore_name`/`ignore_type`/`ignore_id` to look past a holder, `ignore` "
+            "for rule selectors such as 'to.type = \"system / Context\"', `k` for more paths (independent "
+            "ones first); then `dominators` for what would free it.",
             [TAG, OBJECT_ID],
             params.Why,
             Questions.why_alive,

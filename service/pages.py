@@ -25,7 +25,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 from pydantic import Field
 
-from heapdb import render
+from heapdb import drawing, render
 from heapdb.errors import NotFound
 from heapdb.loader.store import Snapshot, list_snapshots
 from heapdb.loader.store.prune import SUMMARY_ANSWERS, load_again
@@ -199,8 +199,8 @@ def add_pages(app: FastAPI, questions: Callable[[], Questions], token: str | Non
             answers = {"details": details, "why": why, "dominators": dominators_.result(), "retains": retains}
         data = {"snapshot": found.as_dict(), "view": view.model_dump(), **answers}
         if not wants_json(request, twin):
-            drawing = render.svg(why, link=lambda i: object_page(found.tag, i))
-            data["why_svg"] = Markup(drawing[drawing.index("<svg") :])
+            picture = drawing.svg(why, link=lambda i: object_page(found.tag, i))
+            data["why_svg"] = Markup(picture[picture.index("<svg") :])
             data["tree"] = retained_tree(retains)
             data["ignored_objects"] = {i: brief(ask, found, i) for i in view.ignore_id}
             data["here"] = lambda **changes: object_view_url(found.tag, object_id, view, **changes)

@@ -37,6 +37,7 @@ STAGES = {
     "heapdb.loader.store": 3,
     "heapdb.queries": 4,
     "heapdb.render": 5,
+    "heapdb.drawing": 5,  # graph answers as GraphViz dot and SVG
     "heapdb.flamegraph": 5,
     "heapdb.ci_report": 5,  # a gate report as JUnit XML and Markdown
     "heapdb.cli": 6,

@@ -30,6 +30,7 @@ from heapdb.loader.graph import HeapGraph
 from heapdb.loader.rules import compile_rules, parse_rules
 from heapdb.loader.rules.defaults import with_defaults
 from heapdb.loader.store import rulesets
+from heapdb.queries import params
 from heapdb.queries.questions import Questions
 from heapdb.service.app import create_app
 from tests.support.snapshots import LUAU_FIXTURES
@@ -272,6 +273,74 @@ def test_why_follows_the_rules(database: Database, loads: Loads) -> None:
         assert ruled.length == int(loads.ignore.result.distance[node])
         owned = questions.why_alive(loads.owns.tag, object_id).paths[0]
         assert owned.objects[-2].type == "system / Context"
+
+
+def _pairs(graph: HeapGraph, edges: np.ndarray) -> set[tuple[int, int]]:
+    sources = graph.edge_sources()
+    return set(zip(graph.ids[sources[edges]].tolist(), graph.ids[graph.edge_to[edges]].tolist()))
+
+
+def _bfs_length(graph: HeapGraph, root: int, target: int, allowed: np.ndarray) -> int:
+    """Breadth-first distance from ``root`` to ``target`` over the ``allowed`` edges (-1: none)."""
+    distance = np.full(graph.node_count, -1, dtype=np.int64)
+    distance[root] = 0
+    frontier = np.array([root])
+    while frontier.size and distance[target] < 0:
+        edges = np.concatenate([np.arange(graph.edge_start[v], graph.edge_start[v + 1]) for v in frontier.tolist()])
+        edges = edges[allowed[edges]]
+        reached = np.unique(graph.edge_to[edges])
+        reached = reached[distance[reached] < 0]
+        distance[reached] = distance[frontier[0]] + 1
+        frontier = reached
+    return int(distance[target])
+
+
+def test_questions_that_walk_references_follow_the_rules(database: Database, loads: Loads) -> None:
+    """The references the rules keep from retaining are stored on the root (by object pair), marked
+    on an object's references, and never on a path of why --k or why --ignore-*: each such path is
+    as long as a breadth-first search over the references that retain under the rules says."""
+    g = loads.graph
+    questions = Questions(database)
+    for loaded in (loads.ignore, loads.owns):
+        kept = loaded.result.retaining
+        dropped_edges = np.flatnonzero(retaining_edges(g, loaded.result.semantics) & ~kept)
+        dropped = _pairs(g, dropped_edges) - _pairs(g, np.flatnonzero(kept))
+        assert len(dropped) >= 600
+        row = database.read(
+            "MATCH (s:Snapshot {tag: $tag}) MATCH (r:Object {sid: s.sid, id: s.root_id}) "
+            "RETURN r.dropped_holders AS holders, r.dropped_targets AS targets",
+            {"tag": loaded.tag},
+        )[0]
+        stored = store.DroppedReferences.from_properties(row["holders"], row["targets"])
+        assert set(zip(stored.holders.tolist(), stored.targets.tolist())) == dropped
+        # A payload array: held by its item (dropped under both rule files) and its closure's context.
+        targets = sorted({t for _, t in dropped})
+        for object_id in targets[:: max(1, len(targets) // 4)][:4]:
+            answer = questions.object(loaded.tag, object_id)
+            marks = [(n.object.id, n.reference.dropped) for n in answer.incoming]
+            assert marks == [(h, (h, object_id) in dropped) for h, _ in marks]
+            assert any(flag for _, flag in marks) and not all(flag for _, flag in marks)
+            code, out, err = invoke("object", loaded.tag, str(object_id))
+            assert code == 0, err
+            assert out.count("(not retaining under the rules)") == sum(flag for _, flag in marks)
+            assert not any(n.reference.dropped for n in questions.object(loads.plain.tag, object_id).incoming)
+            node = int(np.flatnonzero(g.ids == object_id)[0])
+            why = questions.why_alive(loaded.tag, object_id, params.Why(k=3))
+            assert why.paths
+            for path in why.paths:
+                hops = list(zip([o.id for o in path.objects], [o.id for o in path.objects[1:]]))
+                assert not set(hops) & dropped, hops
+            # Without the first path's last holder: the shortest path over what retains under the rules.
+            holder = why.paths[0].objects[-2]
+            fenced = questions.why_alive(loaded.tag, object_id, params.Why(ignore_id=[holder.id]))
+            allowed = kept & (g.ids[g.edge_sources()] != holder.id)
+            expected = _bfs_length(g, loaded.result.root, node, allowed)
+            assert [p.length for p in fenced.paths] == ([] if expected < 0 else [expected])
+    row = database.read(
+        "MATCH (s:Snapshot {tag: $tag}) MATCH (r:Object {sid: s.sid, id: s.root_id}) RETURN r.dropped_holders AS h",
+        {"tag": loads.plain.tag},
+    )[0]
+    assert row["h"] is None
 
 
 def first_path(graph: HeapGraph, data: store.LoadInput, node: int) -> list[int]:

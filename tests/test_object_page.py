@@ -311,3 +311,25 @@ def test_a_person_in_chromium_ignores_a_holder_comes_back_and_walks_the_retains_
         chain = ask.dominators(loaded.tag, child_id).chain
         assert any(o.id == object_id for o in chain)  # it was in the tree because the object dominates it
         assert browser.problems == [], json.dumps(browser.problems)
+
+
+def test_a_rule_selector_in_the_url_is_listed_avoided_and_can_be_taken_back(
+    client: TestClient, ask: Questions, loaded: Loaded
+) -> None:
+    object_id = deepest(loaded, "LeakedItem")
+    url = pages.object_page(loaded.tag, object_id)
+    first = ask.why_alive(loaded.tag, object_id).paths[0]
+    selector = f'from.type = "{first.objects[-2].type}"'
+    page = client.get(url, params={"ignore": selector})
+    assert page.status_code == 200, page.text
+    answer = ask.why_alive(loaded.tag, object_id, params.Why(ignore=(selector,)))
+    twin = client.get(url + pages.JSON_SUFFIX, params={"ignore": selector}).json()
+    assert twin["why"] == links.to_json(answer) and twin["view"]["ignore"] == [selector]
+    ignored = section(page.text, "why-title")
+    assert "from.type = &#34;" in ignored and f'href="{url}#why-title" class="unignore"' in ignored
+    if answer.paths:
+        assert listed_path(page.text) == [o.id for o in answer.paths[0].objects]
+        assert first.objects[-2].type not in [o.type for o in answer.paths[0].objects[:-1]]
+    else:
+        assert NOTHING_ELSE in page.text
+    assert client.get(url, params={"ignore": 'path = ["a", "b"]'}).status_code == 422

@@ -136,7 +136,16 @@ def test_every_stored_query_parses_and_starts_from_a_ready_snapshot() -> None:
 def test_parameters_are_checked_and_converted() -> None:
     why = catalog.get("why-alive-avoiding")
     bound = why.bind({"tag": "t", "id": "42", "ignore_names": ["a", '["b", "c"]'], "ignore_ids": "[1, 2]"})
-    assert bound == {"tag": "t", "id": 42, "ignore_names": ["a", "b", "c"], "ignore_types": [], "ignore_ids": [1, 2]}
+    assert bound == {
+        "tag": "t",
+        "id": 42,
+        "ignore_names": ["a", "b", "c"],
+        "ignore_types": [],
+        "ignore_ids": [1, 2],
+        "ignore_kinds": [],
+        "ignore_kind_names": [],
+        "ignore_refs": [],
+    }
     top = catalog.get("top")
     assert top.bind({"tag": "t"}) == {"tag": "t", "type": None, "limit": 20}
     bad: list[tuple[catalog.StoredQuery, dict[str, object]]] = [
@@ -344,6 +353,111 @@ def test_k_paths_end_with_distinct_retaining_references(questions: Questions, v8
     assert len(questions.why_alive(v8.tag, v8.id(single), params.Why(k=5)).paths) == 1
     with pytest.raises(ParameterError):
         questions.why_alive(v8.tag, v8.id(single), params.Why(k=11))
+
+
+def test_further_paths_are_independent_when_an_independent_path_exists(questions: Questions, v8: Loaded) -> None:
+    """Path 2 shares no object with path 1 but the root groups and the object's dominators, when the
+    graph has such a path (a breadth-first search without path 1's other objects says whether), and is
+    then the shortest one; otherwise it goes through another holder."""
+    g, r = v8.graph, v8.result
+    synthetic = g.synthetic_nodes()
+    sources = g.edge_sources()
+    holders = np.bincount(
+        np.unique(np.stack([sources[r.retaining], g.edge_to[r.retaining]]), axis=1)[1], minlength=g.node_count
+    )
+    candidates = np.flatnonzero((holders >= 2) & r.reachable & (r.distance > 2))
+    rng = np.random.default_rng(7)
+    independent = other_holder = 0
+    for node in rng.choice(candidates, size=min(40, candidates.size), replace=False).tolist():
+        answer = questions.why_alive(v8.tag, v8.id(node), params.Why(k=2))
+        first = answer.paths[0]
+        shared = set(idom_chain(v8, node))
+        fenced = {o.id for o in first.objects[1:-1]} - shared
+        fenced = {i for i in fenced if not synthetic[v8.index(i)]}
+        node_ok = ~np.isin(g.ids, sorted(fenced))
+        expected = bfs_distance(v8, node, np.ones(g.edge_count, dtype=np.bool_), node_ok)
+        if len(answer.paths) < 2:
+            assert expected < 0 or not fenced
+            continue
+        second = answer.paths[1]
+        assert_retaining_path(v8, second, node)
+        if expected >= 0 and fenced:
+            assert not fenced & {o.id for o in second.objects}
+            assert second.length == expected
+            independent += 1
+        else:  # through another direct holder than the first path's
+            assert second.objects[-2].id != first.objects[-2].id
+            other_holder += 1
+    assert independent >= 3 and other_holder >= 1, (independent, other_holder)
+
+
+def test_ignore_selectors_are_avoided_like_a_rule_file_says(questions: Questions, v8: Loaded) -> None:
+    """--ignore takes a rule file's [[ignore]] selector; the path found is the shortest that uses no
+    reference it selects (a breadth-first search over the graph without them says how long)."""
+    g = v8.graph
+    sources = g.edge_sources()
+    types = np.array([g.type_name(i) for i in range(g.node_count)])
+    labels = np.array([g.edge_label(e) for e in range(g.edge_count)])
+    all_nodes = np.ones(g.node_count, dtype=np.bool_)
+    checked = 0
+    for node in sample_by_distance(v8, 12, seed=11):
+        first = questions.why_alive(v8.tag, v8.id(node)).paths[0]
+        if first.length < 3:
+            continue
+        holder, reference = first.objects[-2], first.references[-1]
+        # Checked hop by hop: a holder's type and a regex over the name (the search cannot check those).
+        pattern = re.escape(reference.name)
+        selector = f"from.type = {json.dumps(holder.type)}, edge.name = {{ regex = {json.dumps(pattern)} }}"
+        answer = questions.why_alive(v8.tag, v8.id(node), params.Why(ignore=[selector]))
+        edge_ok = ~((types[sources] == holder.type) & (labels == reference.name))
+        expected = bfs_distance(v8, node, edge_ok, all_nodes)
+        assert [p.length for p in answer.paths] == ([] if expected < 0 else [expected])
+        for path in answer.paths:
+            assert_retaining_path(v8, path, node)
+            assert not any(
+                a.type == holder.type and ref.name == reference.name for a, ref in zip(path.objects, path.references)
+            )
+        assert answer.ignored["selectors"] == [selector]
+        # Exact names alone are the same as --ignore-name.
+        by_name = questions.why_alive(
+            v8.tag, v8.id(node), params.Why(ignore=[f"edge.name = {json.dumps(reference.name)}"])
+        )
+        plain = questions.why_alive(v8.tag, v8.id(node), params.Why(ignore_name=[reference.name]))
+        assert [p.length for p in by_name.paths] == [p.length for p in plain.paths]
+        # Every reference into the object's type ignored: nothing retains it.
+        cut = questions.why_alive(v8.tag, v8.id(node), params.Why(ignore=[f"to.type = {json.dumps(types[node])}"]))
+        assert cut.paths == []
+        checked += 1
+    assert checked >= 5
+
+
+@pytest.mark.parametrize(
+    "selector, expected",
+    [
+        ("", "expected a selector"),
+        ('to.type = "A"\nfrom.type = "B"', "one line"),
+        ('path = ["a", "b"]', "a path chain belongs in a rule file"),
+        ('edge.colour = "red"', "unknown key 'colour'"),
+        ("to.type = { regex = '(' }", "bad regex"),
+        ('to.type = "A" }] [[weak]', "not valid TOML"),
+        ('object = "A"', "unknown key 'object'"),
+    ],
+)
+def test_bad_ignore_selectors_are_parameter_errors(selector: str, expected: str) -> None:
+    with pytest.raises(ParameterError, match=re.escape(expected)) as caught:
+        params.Why(ignore=[selector])
+    assert "--ignore" in str(caught.value)
+
+
+def test_why_ignore_selector_on_the_command_line(v8: Loaded) -> None:
+    node = sample_by_distance(v8, 3, seed=2)[-1]
+    code, out, err = invoke("why", v8.tag, str(v8.id(node)), "--ignore", 'edge.kind = "property"', "--k", "2", "--json")
+    assert code == 0, err
+    answer = json.loads(out)
+    assert answer["ignored"]["selectors"] == ['edge.kind = "property"']
+    assert answer["paths"] and all(ref["kind"] != "property" for p in answer["paths"] for ref in p["references"])
+    code, out, err = invoke("why", v8.tag, str(v8.id(node)), "--ignore", 'path = ["a", "b"]')
+    assert code != 0 and "Traceback" not in err and "path chain" in err
 
 
 # --- dominators, retains, top, types ---------------------------------------------------------

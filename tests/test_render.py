@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from heapdb import render
+from heapdb import drawing, render
 from heapdb.queries.results import DominatorChain, ObjectInfo, Reference, RetainerPath, Retains, WhyAlive
 
 HOSTILE = 'say "hi" <b>&amp;</b>\\n back\\slash\nnew line\ttab }];'
@@ -65,7 +65,7 @@ def dot_labels(source: str) -> list[str]:
 
 
 def test_dot_escapes_labels_and_marks_root_and_target() -> None:
-    source = render.dot(sample_answer())
+    source = drawing.dot(sample_answer())
     assert source.startswith("digraph heapdb {") and source.rstrip().endswith("}")
     labels = dot_labels(source)
     # Quotes and backslashes survive the round trip; raw line breaks never reach DOT.
@@ -96,15 +96,15 @@ def test_graphviz_accepts_every_graph_answer() -> None:
         truncated=False,
     )
     for answer in (why, chain, retains):
-        source = render.dot(answer)
+        source = drawing.dot(answer)
         done = subprocess.run(["dot", "-Tplain"], input=source, capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, done.stderr
         # -Tplain lists every node and edge GraphViz laid out: all of ours, nothing more.
         nodes = [line for line in done.stdout.splitlines() if line.startswith("node ")]
         edges = [line for line in done.stdout.splitlines() if line.startswith("edge ")]
-        assert len(nodes) == len(render.figure(answer).objects)
-        assert len(edges) == len(render.figure(answer).edges)
-    svg = render.svg(why)
+        assert len(nodes) == len(drawing.figure(answer).objects)
+        assert len(edges) == len(drawing.figure(answer).edges)
+    svg = drawing.svg(why)
     assert svg.lstrip().startswith("<?xml") and "<svg" in svg and "LeakedItem" in svg
     assert "&lt;b&gt;" in svg  # the hostile name is text in the SVG, not markup
 
@@ -117,7 +117,7 @@ def test_figures_merge_shared_hops_of_several_paths() -> None:
         [first.objects[0], other_holder, first.objects[-1]], [Reference("property", "a"), Reference("property", "b")]
     )
     why.paths.append(second)
-    fig = render.figure(why)
+    fig = drawing.figure(why)
     assert set(fig.objects) == {1, 20, 30, -40, 50}
     assert len(fig.edges) == 5 and fig.roots == {1} and fig.target == -40
 
@@ -134,7 +134,7 @@ def test_megabyte_names_and_types_give_bounded_labels_and_lines() -> None:
         paths=[RetainerPath([root, target], [Reference("element", "9" * (1 << 20))])],
         ignored={"names": [], "types": [], "ids": []},
     )
-    source = render.dot(answer)
+    source = drawing.dot(answer)
     assert all(len(label) <= 2 * NAME_LIMIT + 100 for label in dot_labels(source))
     assert len(source) < 10 * NAME_LIMIT + 2000 and "\x1b" not in source
     text = render.why_text(answer)

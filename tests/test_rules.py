@@ -630,7 +630,7 @@ def test_analyze_with_an_ignore_rule(leak_snapshot: Path, leak_graph: HeapGraph,
     expected = oracle_retained(leak_graph, oracle_retaining(leak_graph, ignored), cache)
     assert expected < before - 100 * 50  # the cache's map and its items leave the cache
 
-    plain = analyze_json(leak_snapshot, "--top", "1000000")
+    plain = analyze_json(leak_snapshot, "--top", "1000000", "--rules", "none")
     ruled = analyze_json(leak_snapshot, "--top", "1000000", "--rules", str(path))
     cache_id = int(leak_graph.ids[cache])
     assert "rules" not in plain
@@ -676,8 +676,9 @@ def test_analyze_with_an_owns_rule(leak_snapshot: Path, leak_graph: HeapGraph, t
     after = {int(g.ids[v]): oracle_retained(g, ruled_out, v) for v in sample}
     assert all(after[i] > before[i] for i in before)  # the payload array moved under the context
 
-    plain = analyze_json(leak_snapshot, "--top", "1000000")
-    ruled = analyze_json(leak_snapshot, "--top", "1000000", "--rules", str(path))
+    # The default rules' groups off ('*'): the top list then looks through no context, and lists them.
+    plain = analyze_json(leak_snapshot, "--top", "1000000", "--rules", "none")
+    ruled = analyze_json(leak_snapshot, "--top", "1000000", "--rules", str(path), "--disable-group", "*")
     plain_sizes = {r["id"]: r["retained_size"] for r in plain["top_retainers"]}
     ruled_sizes = {r["id"]: r["retained_size"] for r in ruled["top_retainers"]}
     assert {i: plain_sizes[i] for i in before} == before
@@ -714,7 +715,9 @@ def test_analyze_rejects_a_bad_rule_file_in_one_line(tmp_path: Path) -> None:
         f"heapdb: error: {path}:5: owns: weight must be an integer from 1 to 127, got an integer 0"
     ]
     result = CliRunner().invoke(main, ["analyze", str(snapshot), "--disable-group", "x"])
-    assert result.exit_code != 0 and "--disable-group needs --rules" in result.output
+    assert result.exit_code != 0 and "no rule group named 'x'" in result.output
+    result = CliRunner().invoke(main, ["analyze", str(snapshot), "--rules", "none", "--disable-group", "v8-closures"])
+    assert result.exit_code != 0 and "--disable-group has no rules to switch off with --rules none" in result.output
 
 
 # ---------------------------------------------------------------------------------------------

@@ -67,6 +67,14 @@ def test_why_answers_json_dot_and_svg(client: TestClient, loaded) -> None:
     response = client.get(f"/api/snapshots/{tag}/objects/{target}/why", params={"ignore_name": last})
     assert response.status_code == 200
     assert all(r["name"] != last for p in response.json()["paths"] for r in p["references"])
+    # A rule selector (repeatable), and a bad one a 422 naming it.
+    holder_type = path["objects"][-2]["type"]
+    selectors = [f'from.type = "{holder_type}"', 'edge.kind = "weak"']
+    response = client.get(f"/api/snapshots/{tag}/objects/{target}/why", params={"ignore": selectors})
+    assert response.status_code == 200 and response.json()["ignored"]["selectors"] == selectors
+    assert all(o["type"] != holder_type for p in response.json()["paths"] for o in p["objects"][:-1])
+    response = client.get(f"/api/snapshots/{tag}/objects/{target}/why", params={"ignore": "to.type = {"})
+    assert response.status_code == 422 and "--ignore" in response.text
 
 
 def test_the_other_questions(client: TestClient, loaded) -> None:

@@ -3,19 +3,33 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
-from typing import Any
+from collections.abc import Callable
+from dataclasses import asdict, replace
+from typing import TYPE_CHECKING, Any
 
 import click
 import numpy as np
 
 from heapdb.cli import main
-from heapdb.cli.steps import analyse_with_progress, read_with_progress
+from heapdb.cli.steps import (
+    NO_RULES,
+    analyse_with_progress,
+    analysis_options,
+    choose_rules,
+    read_with_progress,
+    rules_options,
+)
+from heapdb.errors import HeapdbError, RuleError
+from heapdb.loader import analysis
 from heapdb.loader.analysis import Semantics, views
 from heapdb.loader.graph import HeapGraph
-from heapdb.loader.report import AnalysisReport, analysis_report
-from heapdb.loader.rules import RulesSummary, compile_rules, load_rules, rules_summary
+from heapdb.loader.report import AnalysisReport, ObjectRow, analysis_report
+from heapdb.loader.rules import CompiledRules, RulesSummary, compile_rules, rules_summary
+from heapdb.loader.rules.defaults import default_rules
 from heapdb.units import human_bytes, short_name
+
+if TYPE_CHECKING:
+    from heapdb.db import Database
 
 LABEL_WIDTH = 80  # characters of "type / name" per line of the text report
 
@@ -42,11 +56,21 @@ def print_report(report: AnalysisReport) -> None:
                 click.echo(f"  {'':>43}at {row.location}")
 
 
+def rules_heading(summary: RulesSummary) -> str:
+    """Which rules an analysis applied, in one line: the team's file or stored set, then the
+    runtime's default rules with the groups of theirs that were on, and the groups switched off."""
+    said = [] if summary.rules_file is None else [summary.rules_file]
+    if summary.default_rules is not None:
+        groups = ", ".join(summary.default_groups) or "every group off"
+        said.append(f"the {summary.default_rules} default rules [{groups}]")
+    off = f", groups off: {', '.join(summary.disabled_groups)}" if summary.disabled_groups else ""
+    return f"Rules: {', then '.join(said) or 'none'} ({summary.rules} rules{off})"
+
+
 def print_rules(summary: RulesSummary) -> None:
     """The ownership warnings and bucket totals of an analysis under rules, as text."""
     click.echo("")
-    groups = f", groups off: {', '.join(summary.disabled_groups)}" if summary.disabled_groups else ""
-    click.echo(f"Rules ({summary.rules_file}: {summary.rules} rules{groups}):")
+    click.echo(rules_heading(summary))
     click.echo(
         f"  references   {summary.ignored_references:,} ignored, {summary.weak_references:,} weak, "
         f"{summary.owned_references:,} owning"
@@ -63,10 +87,19 @@ def print_rules(summary: RulesSummary) -> None:
         )
     else:
         click.echo(f"  ambiguous    {0:>14,} objects owned by two objects with the same weight")
-    click.echo(f"  unowned      {summary.unowned_objects:>14,} reached objects no owns rule owns")
+    if summary.owned_references:  # with no owns rule at all, every object is unowned: nothing to say
+        click.echo(f"  unowned      {summary.unowned_objects:>14,} reached objects no owns rule owns")
+    if summary.looked_through_objects:
+        click.echo(
+            f"  looked through {summary.looked_through_objects:>12,} internal objects the top retainers name "
+            "the program's objects below"
+        )
+    if summary.transient_objects:
+        click.echo(f"  transient    {summary.transient_objects:>14,} objects first paths and distances go through last")
     if summary.known_leak_rules or summary.verdict_rules:
         click.echo(
-            f"  not applied yet: {summary.known_leak_rules} known_leak and {summary.verdict_rules} verdict rules"
+            f"  applied at load: {summary.known_leak_rules} known_leak and {summary.verdict_rules} verdict rules "
+            "(`heapdb load` marks the objects; leak and object answers show them, analyze does not)"
         )
     if summary.buckets:
         click.echo("")
@@ -95,19 +128,7 @@ def print_rules(summary: RulesSummary) -> None:
     is_flag=True,
     help="Move the size of hidden/array backing stores onto their owner, as Chrome DevTools shows it.",
 )
-@click.option(
-    "--rules",
-    "rules_path",
-    type=click.Path(exists=True, dir_okay=False),
-    help="A rule file (docs/rules.md): ignored, weak and owning references, and buckets.",
-)
-@click.option(
-    "--disable-group",
-    "disabled",
-    multiple=True,
-    metavar="NAME",
-    help="Switch off a group of the rule file ('*' for all); repeatable.",
-)
+@rules_options
 @click.option(
     "--root",
     "root_id",
@@ -148,7 +169,7 @@ def analyze(
     as_json: bool,
     semantics: str,
     devtools_sizes: bool,
-    rules_path: str | None,
+    rules: str | None,
     disabled: tuple[str, ...],
     root_id: int | None,
     lifelines_type: str | None,
@@ -158,17 +179,23 @@ def analyze(
 ) -> None:
     """Dominators, retained sizes and root distances of a snapshot FILE (any format), without Neo4j.
 
-    --lifelines and --heapdomstats add views of the same analysis (under --rules and --root too).
+    The rules are chosen as `heapdb load` chooses them (docs/rules.md): the runtime's default rules
+    apply unless --rules none (they change no size; the top retainers look through the engine's
+    own objects to the program's, as a load's `top` does); --rules FILE puts a team's rule file
+    before them; --rules NAME reads a rule set stored with `heapdb rules add` from the database
+    (the only case that needs Neo4j). --rules none gives the plain, engine-level analysis.
+    --lifelines and --heapdomstats add views of the same analysis (under the rules and --root too).
     """
-    if disabled and rules_path is None:
-        raise click.UsageError("--disable-group needs --rules")
+    if disabled and rules == NO_RULES:
+        raise click.UsageError("--disable-group has no rules to switch off with --rules none")
     if name_contains and lifelines_type is None:
         raise click.UsageError("--name needs --lifelines")
-    # The rule file is read first: a bad one fails before a long read of the snapshot.
-    rule_set = None if rules_path is None else load_rules(rules_path).with_groups(disable=disabled)
+    # The rules are read and checked first: a bad rule file fails before a long read of the snapshot.
+    choice = choose_rules(rules, disabled_groups=disabled, connect=_connect_for(rules))
     _, graph = read_with_progress(file)
+    rule_set, runtime = (None, None) if choice is None else choice.for_graph(graph)
     compiled = None if rule_set is None else compile_rules(rule_set, graph)
-    options: dict[str, Any] = {} if compiled is None else {"edge_weight": compiled.edge_weight}
+    options: dict[str, Any] = {} if compiled is None else analysis_options(compiled)
     if root_id is not None:
         options["root"] = _node_of(graph, root_id)
     result = analyse_with_progress(
@@ -177,7 +204,20 @@ def analyze(
     report = analysis_report(file, graph, result, top)
     summary = None
     if compiled is not None:
-        summary = rules_summary(graph, result, compiled, rules_file=rules_path, disabled_groups=disabled)
+        assert choice is not None
+        look = None if compiled.internal is None else analysis.look_through(result, compiled.internal)
+        if look is not None:
+            report = _looking_through(report, graph, result, look, top)
+        summary = rules_summary(
+            graph,
+            result,
+            compiled,
+            rules_file=choice.name,
+            disabled_groups=choice.disabled_groups,
+            default_rules=runtime,
+            default_groups=_default_groups_on(compiled, runtime),
+            look_through=look,
+        )
     lifelines = None
     if lifelines_type is not None:
         rows = views.lifeline_rows(graph, result, lifelines_type, name_contains)
@@ -213,6 +253,45 @@ def analyze(
             if text is not None:
                 click.echo("")
                 click.echo(text)
+
+
+def _connect_for(name: str | None) -> Callable[[], Database]:
+    """How analyze reaches the database, for --rules NAME only (a stored rule set): it reads a file
+    and needs no Neo4j otherwise. It starts no managed Neo4j; an unreachable one is a rule error
+    that says what analyze takes instead."""
+
+    def connect() -> Database:
+        from heapdb import db
+
+        try:
+            return db.connect(start_managed=False, tidy=False)
+        except HeapdbError as e:  # unreachable, not configured
+            raise RuleError(
+                name,
+                f"no such rule file, and a stored rule set's name needs the database ({e}); "
+                "analyze takes a rule file, a stored rule set's name, or none",
+            ) from None
+
+    return connect
+
+
+def _default_groups_on(compiled: CompiledRules, runtime: str | None) -> tuple[str, ...]:
+    """The groups of ``runtime``'s default rules that had a rule applied (none switched off)."""
+    if runtime is None:
+        return ()
+    applied = {rule.group for rule in compiled.rules}
+    return tuple(name for name in default_rules(runtime).group_names if name in applied)
+
+
+def _looking_through(
+    report: AnalysisReport, graph: HeapGraph, result: analysis.Analysis, look: analysis.LookThrough, top: int
+) -> AnalysisReport:
+    """``report`` with its top retainers looking through the runtime's bookkeeping objects
+    (``internal`` rules), as a load's top ranks do: a closure's context or a Map's backing store
+    that holds the program's objects gives way to them."""
+    exclude = graph.synthetic_nodes() | look.through
+    rows = tuple(ObjectRow.of(graph, result, int(i)) for i in result.top_retainers(top, exclude=exclude))
+    return replace(report, top_retainers=rows)
 
 
 def _node_of(graph: HeapGraph, object_id: int) -> int:

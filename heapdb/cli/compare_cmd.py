@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from heapdb import db, render
+from heapdb import db, drawing, render
 from heapdb.cli import main
 from heapdb.cli.options import (
     TABLE_FORMATS,
@@ -52,11 +52,11 @@ def diff(
         warn(answer.warnings)
     if svg_out is not None:
         assert isinstance(answer, Diff)
-        drawing = render.growth_flamegraph(answer)
-        if drawing is None:
+        flame = render.growth_flamegraph(answer)
+        if flame is None:
             click.echo(f"heapdb: nothing grew from {before} to {after}: no flame graph written", err=True)
         else:
-            svg_out.write_text(drawing)
+            svg_out.write_text(flame)
             click.echo(f"wrote {svg_out}", err=True)
     emit(render_answer(answer, fmt, render.diff_text), output)
 
@@ -101,7 +101,7 @@ def leaks(
             for number, cluster in enumerate(answer.clusters, 1):
                 why = questions.why_alive(cluster.why.tag, cluster.why.id)
                 path = dot_dir / f"leak-{number:02d}-{_file_part(cluster.type)}-{cluster.why.id}.dot"
-                path.write_text(render.dot(why), encoding="utf-8")
+                path.write_text(drawing.dot(why), encoding="utf-8")
             click.echo(f"heapdb: wrote {len(answer.clusters)} why-alive graphs to {dot_dir}", err=True)
     emit(render_answer(answer, fmt, render.leaks_text), output)
 

@@ -204,9 +204,9 @@ def render_answer(answer: Any, fmt: str, text: Callable[[Any], str]) -> str:
     if fmt == "json":
         return json_text(answer)
     if fmt in ("dot", "svg"):
-        from heapdb import render
+        from heapdb import drawing
 
-        return render.dot(answer) if fmt == "dot" else render.svg(answer)
+        return drawing.dot(answer) if fmt == "dot" else drawing.svg(answer)
     return text(answer)
 
 

@@ -75,7 +75,9 @@ def why(
     """Why is an object alive: the shortest chains of retaining references from the root.
 
     Weak references never count. --ignore-* leave out references or objects, as DevTools' "ignore
-    this retainer" does, to see what else holds the object.
+    this retainer" does, to see what else holds the object; --ignore takes a rule file's selector
+    on one line, e.g. --ignore 'to.type = "system / Context"' (docs/rules.md). With --k, further
+    paths that share nothing with the first but its dominators come first.
     """
     with db.connect() as database:
         questions = Questions(database, timeout)

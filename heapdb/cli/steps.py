@@ -1,6 +1,7 @@
 """The read and analyse steps that several commands share, each behind a progress bar, the rule
-set a command analyses with (:func:`choose_rules`, with its options :func:`rules_options`), and
-the analysis of a graph about to be stored (:func:`analyse_for_store`)."""
+set a command analyses with (:func:`choose_rules`, with its options :func:`rules_options`; what
+compiled rules give the analysis, :func:`analysis_options`), and the analysis of a graph about to
+be stored (:func:`analyse_for_store`)."""
 
 from __future__ import annotations
 
@@ -169,6 +170,20 @@ def choose_rules(
     return choice
 
 
+def analysis_options(compiled: CompiledRules) -> dict[str, Any]:
+    """The keywords of :func:`heapdb.loader.analysis.analyze` that compiled rules give, the same for
+    `heapdb load`, `reanalyze` and `analyze`: the references' weights, only when some reference has
+    one (rules with no weights, such as the default rule sets', leave the plain analysis exactly as
+    it is), and the objects ``[[transient]]`` rules select (followed last by distances and first
+    paths, besides V8's transient root groups)."""
+    options: dict[str, Any] = {}
+    if compiled.weighted:
+        options["edge_weight"] = compiled.edge_weight
+    if compiled.transient is not None:
+        options["transient"] = compiled.transient
+    return options
+
+
 def analyse_for_store(
     graph: HeapGraph, choice: RulesChoice | None, say: Callable[[str], None]
 ) -> tuple[LoadInput, dict[str, Any] | None]:
@@ -182,13 +197,9 @@ def analyse_for_store(
     if choice is None or rule_set is None:
         return LoadInput.from_analysis(graph, analyse_with_progress(graph)), None
     compiled = compile_rules(rule_set, graph)
-    # Rules with no weights (the default rule sets') leave the plain analysis exactly as it is.
-    if compiled.weighted:
-        result = analyse_with_progress(graph, edge_weight=compiled.edge_weight)
-        retaining = analysis.retaining_edges(graph, result.semantics)
-    else:
-        result = analyse_with_progress(graph)
-        retaining = result.retaining
+    result = analyse_with_progress(graph, **analysis_options(compiled))
+    # Under weights, :REF and :WEAK_REF still record the runtime's own rules.
+    retaining = analysis.retaining_edges(graph, result.semantics) if compiled.weighted else result.retaining
     data = LoadInput.from_analysis(
         graph,
         result,

@@ -15,7 +15,8 @@ Outline of :func:`analyze`:
 3. build the predecessor lists of the retaining edges, once, by DFS number, and compute immediate
    dominators with semi-NCA (Lengauer–Tarjan's semidominators, then nearest common ancestors);
 4. accumulate retained sizes and counts bottom-up in reverse DFS preorder;
-5. breadth-first search over the retaining edges for each object's distance from the root.
+5. breadth-first search over the retaining edges for each object's distance from the root (V8's
+   transient root groups, and what ``transient`` adds to them, followed last).
 
 With ``edge_weight`` (rule weights, one per reference), step 1 also drops the ignored references
 and keeps into each live object only its highest-weight references (MemorySnapshotAnalyzer's
@@ -80,6 +81,10 @@ class Analysis:
     # kept references of weight >= 1 come from two or more objects (ambiguous ownership).
     owner_weight: np.ndarray  # int8[n]
     ambiguous: np.ndarray  # int64[k]
+    # What ``[[transient]]`` rules added to V8's transient root groups (bool[n]; None: nothing): the
+    # distances followed them last, and first paths over this analysis must too
+    # (``first_paths(graph, result.retaining, result.transient)``).
+    transient: np.ndarray | None = None
 
     @property
     def node_count(self) -> int:
@@ -119,6 +124,7 @@ def analyze(
     devtools_sizes: bool = False,
     edge_weight: np.ndarray | None = None,
     root: int | None = None,
+    transient: np.ndarray | None = None,
     on_step: Callable[[str], None] | None = None,
 ) -> Analysis:
     """Compute reachability, immediate dominators, retained sizes/counts and distances.
@@ -134,6 +140,8 @@ def analyze(
     ``'rootobject``): which references retain still follows the runtime's rules from the graph's own
     root, but reachability, dominators, sizes and distances start from ``root``, and the objects it
     does not reach stay detached under any semantics. ``None`` (or the graph's root) changes nothing.
+    ``transient`` (bool[n], what ``[[transient]]`` rules select) adds objects to V8's transient root
+    groups, which the distances' breadth-first search follows last; ``None`` adds nothing.
     ``on_step`` is called with each name in :data:`STEPS` as that step finishes (for progress bars).
     """
     step = on_step or (lambda _name: None)
@@ -141,6 +149,7 @@ def analyze(
     n = graph.node_count
     if root is not None and not 0 <= int(root) < n:
         raise ValueError(f"root must be a node index below {n}, not {root}")
+    deferred = graph.transient_nodes(transient)  # checks transient's shape before the long steps
     root = int(graph.root) if root is None else int(root)
     # Rooted elsewhere, no object hangs below the root unreached (memlab's rule is for the real root).
     attach_unreachable = sem is Semantics.V8 and root == int(graph.root)
@@ -189,7 +198,7 @@ def analyze(
     idom, retained_size, retained_count = kernels.accumulate(vertex, idom_number, count, self_size)
     del vertex, parent, idom_number
     step(STEPS[3])
-    distance = kernels.first_search(root, graph.edge_start, graph.edge_to, mask, graph.transient_root_groups())[3]
+    distance = kernels.first_search(root, graph.edge_start, graph.edge_to, mask, deferred)[3]
     step(STEPS[4])
     return Analysis(
         reachable=reachable,
@@ -204,6 +213,7 @@ def analyze(
         semantics=sem,
         owner_weight=owner_weight,
         ambiguous=ambiguous,
+        transient=None if transient is None else transient.astype(np.bool_, copy=False),
     )
 
 

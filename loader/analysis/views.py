@@ -89,7 +89,7 @@ def lifeline_rows(graph: HeapGraph, result: Analysis, type_name: str, name_conta
     if not selected.any():
         return []
     rooted = graph if result.root == graph.root else dataclasses.replace(graph, root=result.root)
-    paths = first_paths(rooted, result.retaining)
+    paths = first_paths(rooted, result.retaining, result.transient)
     idom = result.idom
     head = selected.copy()
     dominated = selected & (idom >= 0)

@@ -28,6 +28,7 @@ from heapdb.loader.rules.model import (
     Rule,
     RuleSet,
     Step,
+    TransientRule,
     VerdictRule,
     WeakRule,
 )
@@ -60,6 +61,7 @@ __all__ = [
     "RulesSummary",
     "Selection",
     "Step",
+    "TransientRule",
     "VerdictRule",
     "WeakRule",
     "compile",

@@ -35,6 +35,7 @@ from heapdb.loader.rules.model import (
     Rule,
     RuleSet,
     Step,
+    TransientRule,
     VerdictRule,
     WeakRule,
 )
@@ -49,7 +50,10 @@ class CompiledRules:
     over everything), else the highest owns weight (1..127), else :data:`WEAK_WEIGHT` where a weak
     rule hits, else :data:`NO_RULE`. ``bucket`` (int32[n]) indexes ``bucket_names``, -1 for none; an
     object takes the bucket of the first rule in file order that selects it. ``internal`` (bool[n])
-    marks the objects internal rules select. ``known_leak`` and ``verdict`` (int16[n]) index
+    marks the objects internal rules select, ``transient`` (bool[n]) those transient rules select
+    (first-path searches follow them last, besides V8's built-in transient root groups: pass it to
+    :func:`heapdb.loader.analysis.analyze` as ``transient``); both None when no such rule is
+    enabled. ``known_leak`` and ``verdict`` (int16[n]) index
     ``known_leaks`` and ``verdicts``, -1 for none: the objects each selects directly (its ``object``
     selector, the targets of its path, or the targets that match both), the first rule in file order
     winning; a known leak then spreads down the dominator tree at load (everything only it keeps
@@ -67,6 +71,7 @@ class CompiledRules:
     internal: np.ndarray | None = None
     known_leak: np.ndarray | None = None
     verdict: np.ndarray | None = None
+    transient: np.ndarray | None = None
 
     @cached_property
     def weighted(self) -> bool:
@@ -88,6 +93,7 @@ def compile_rules(rule_set: RuleSet, graph: HeapGraph) -> CompiledRules:
     bucket = np.full(n, -1, dtype=np.int32)
     bucket_names: list[str] = []
     internal: np.ndarray | None = None
+    transient: np.ndarray | None = None
     known_leak: np.ndarray | None = None
     verdict: np.ndarray | None = None
     rules = rule_set.enabled_rules()
@@ -118,6 +124,10 @@ def compile_rules(rule_set: RuleSet, graph: HeapGraph) -> CompiledRules:
             members = select.objects(rule.objects)
             hits.append(int(np.count_nonzero(members)))
             internal = members if internal is None else internal | members
+        elif isinstance(rule, TransientRule):
+            members = select.objects(rule.objects)
+            hits.append(int(np.count_nonzero(members)))
+            transient = members if transient is None else transient | members
         else:
             assert isinstance(rule, (KnownLeakRule, VerdictRule))
             members = select.noted(rule.objects, rule.path)
@@ -141,6 +151,7 @@ def compile_rules(rule_set: RuleSet, graph: HeapGraph) -> CompiledRules:
         internal=internal,
         known_leak=known_leak,
         verdict=verdict,
+        transient=transient,
     )
 
 

@@ -160,6 +160,20 @@ class InternalRule(Rule):
 
 
 @dataclass(frozen=True)
+class TransientRule(Rule):
+    """Objects that record the moment a snapshot was taken rather than the program (V8's transient
+    root groups: a compiler's handles, the handle scopes of running code).
+
+    They change no dominator and no size. Breadth-first searches from the root (first retainer
+    paths, distances) follow their references only after every other reference, so the same
+    program keeps the same retainer paths from build to build. V8's built-in set
+    (:data:`heapdb.loader.graph.TRANSIENT_ROOT_GROUPS`) always applies; these rules add to it.
+    """
+
+    objects: ObjectSelector
+
+
+@dataclass(frozen=True)
 class KnownLeakRule(Rule):
     """Objects (and/or a retainer path pattern) that leak for a known reason, reported apart.
 

@@ -38,6 +38,7 @@ from heapdb.loader.rules.model import (
     Rule,
     RuleSet,
     Step,
+    TransientRule,
     VerdictRule,
     WeakRule,
 )
@@ -58,6 +59,7 @@ RULE_KEYS: dict[str, tuple[str, ...]] = {
     "bucket": ("name", "object", *REFERENCE_KEYS),
     "tag": ("name", "object", *REFERENCE_KEYS),
     "internal": ("object",),
+    "transient": ("object",),
     "known_leak": ("reason", "link", "object", *REFERENCE_KEYS),
     "verdict": ("note", "object", *REFERENCE_KEYS),
 }
@@ -350,6 +352,10 @@ class _Parser:
             if objects is None:
                 self.fail("internal: missing `object` (the objects the runtime made for itself)", where(()))
             return InternalRule(line, group, objects)
+        if kind == "transient":
+            if objects is None:
+                self.fail("transient: missing `object` (the objects first paths go through last)", where(()))
+            return TransientRule(line, group, objects)
         references = self.references(kind, table, where, required=False)
         if kind in ("bucket", "tag"):
             name = self.text_value(kind, table, "name", where)

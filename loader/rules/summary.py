@@ -1,6 +1,7 @@
 """What an analysis under rules says beyond retained sizes: ownership warnings and bucket totals.
 
-``heapdb analyze --rules`` prints this beside the ordinary report. A frozen record; ``as_dict()``
+``heapdb analyze`` prints this beside the ordinary report whenever rules apply (the runtime's default
+rules, a team's rule file before them, or both). A frozen record; ``as_dict()``
 gives its ``--json`` form.
 """
 
@@ -11,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from heapdb.loader.analysis import IGNORED, WEAK_WEIGHT, Analysis, outermost_members
+from heapdb.loader.analysis import IGNORED, WEAK_WEIGHT, Analysis, LookThrough, outermost_members
 from heapdb.loader.graph import HeapGraph
 from heapdb.loader.rules.compiler import CompiledRules
 
@@ -48,8 +49,13 @@ class RulesSummary:
     ambiguous_examples: tuple[ObjectRef, ...]
     unowned_objects: int  # reached objects no owns rule owns (root and synthetic nodes aside)
     buckets: tuple[BucketRow, ...]  # largest retained size first
-    known_leak_rules: int  # applied by loads (heapdb leaks), not by analyze
-    verdict_rules: int  # applied by loads (object answers), not by analyze
+    known_leak_rules: int  # applied by loads (heapdb leaks), not shown by analyze
+    verdict_rules: int  # applied by loads (object answers), not shown by analyze
+    # The runtime whose default rules follow the team's (None: none apply) and their groups applied.
+    default_rules: str | None = None
+    default_groups: tuple[str, ...] = ()
+    looked_through_objects: int = 0  # internal objects top retainers look through (as a load's `top`)
+    transient_objects: int = 0  # objects transient rules select (besides V8's built-in root groups)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -62,8 +68,15 @@ def rules_summary(
     *,
     rules_file: str | None = None,
     disabled_groups: tuple[str, ...] = (),
+    default_rules: str | None = None,
+    default_groups: tuple[str, ...] = (),
+    look_through: LookThrough | None = None,
 ) -> RulesSummary:
-    """Summarise ``result`` (an analysis run with ``edge_weight=compiled.edge_weight``)."""
+    """Summarise ``result`` (an analysis run under ``compiled``: its ``edge_weight`` when weighted).
+
+    ``rules_file`` names the team's rule file or stored set (None: the default rules alone);
+    ``default_rules`` and ``default_groups`` say which runtime's default rules followed and which
+    of their groups were on; ``look_through`` is what the top retainers looked through."""
     weight = compiled.edge_weight
     ambiguous = result.ambiguous
     examples = tuple(ObjectRef(graph.type_name(int(i)), int(graph.ids[int(i)])) for i in ambiguous[:EXAMPLES])
@@ -86,6 +99,10 @@ def rules_summary(
         buckets=bucket_rows(result, compiled),
         known_leak_rules=len(compiled.known_leaks),
         verdict_rules=len(compiled.verdicts),
+        default_rules=default_rules,
+        default_groups=default_groups,
+        looked_through_objects=0 if look_through is None else int(np.count_nonzero(look_through.through)),
+        transient_objects=0 if compiled.transient is None else int(np.count_nonzero(compiled.transient)),
     )
 
 

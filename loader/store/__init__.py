@@ -21,7 +21,7 @@ from heapdb.loader.store.lifecycle import delete_objects, drop
 from heapdb.loader.store.readback import StoredGraph, read_back
 from heapdb.loader.store.schema import SCHEMA, STORE_VERSION, ensure_schema
 from heapdb.loader.store.snapshots import Snapshot, get_snapshot, list_snapshots
-from heapdb.loader.store.summaries import TOP_RANKS, LoadInput, TypeListing, reference_label
+from heapdb.loader.store.summaries import TOP_RANKS, DroppedReferences, LoadInput, TypeListing, reference_label
 from heapdb.loader.store.writer import DEFAULT_BATCH, WRITERS, LoadReport, load, object_batch
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "STORE_VERSION",
     "TOP_RANKS",
     "WRITERS",
+    "DroppedReferences",
     "LoadInput",
     "LoadReport",
     "Snapshot",

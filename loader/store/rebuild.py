@@ -51,7 +51,7 @@ from heapdb.loader.graph import HeapGraph
 from heapdb.loader.store.admin_import import ImportFiles, run_import
 from heapdb.loader.store.lifecycle import check_tag, loader_alive, unfinished
 from heapdb.loader.store.schema import ensure_schema
-from heapdb.loader.store.summaries import LoadInput, TypeListing
+from heapdb.loader.store.summaries import DroppedReferences, LoadInput, TypeListing
 from heapdb.loader.store.writer import snapshot_properties, write_groups
 
 Say = Callable[[str], None]
@@ -83,6 +83,7 @@ class StagedSnapshot:
     listings: list[tuple[str, TypeListing]]
     root_id: int
     top_id: int | None  # the id of its object of rank 1 (the largest retained size), if any
+    dropped: DroppedReferences | None = None  # the references its rules keep from retaining
 
 
 @dataclass(frozen=True)
@@ -160,6 +161,7 @@ def stage(
         listings=list(data.type_listings()),
         root_id=int(g.ids[g.root]),
         top_id=int(g.ids[first[0]]) if len(first) else None,
+        dropped=data.dropped_references(),
     )
 
 
@@ -315,7 +317,12 @@ def _swap(staged: list[StagedSnapshot], files: ImportFiles, seconds: dict[str, f
             _write_carried(database, carried)
             for snapshot in staged:
                 write_groups(
-                    database, snapshot.sid, snapshot.path_groups, snapshot.type_groups, iter(snapshot.listings)
+                    database,
+                    snapshot.sid,
+                    snapshot.path_groups,
+                    snapshot.type_groups,
+                    iter(snapshot.listings),
+                    dropped=snapshot.dropped,
                 )
                 _write_snapshot(database, snapshot, seconds)
             seconds["write"] = time.monotonic() - started

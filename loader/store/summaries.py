@@ -38,6 +38,39 @@ LISTING_DTYPE = np.dtype("<i8")
 
 
 @dataclass(frozen=True)
+class DroppedReferences:
+    """The references a snapshot's rules keep from retaining (ignored, weak, outranked by an owner)
+    that its ``:REF`` relationships still record, by object pair: ``holders[i]`` to ``targets[i]``,
+    sorted by target, then holder. Stored on the snapshot's root object as two byte arrays of
+    :data:`LISTING_DTYPE` (:meth:`properties`), read by the questions that walk :REF at question time."""
+
+    holders: np.ndarray  # int64[k]
+    targets: np.ndarray  # int64[k]
+
+    def properties(self) -> dict[str, Any]:
+        return {
+            "dropped_holders": self.holders.astype(LISTING_DTYPE).tobytes(),
+            "dropped_targets": self.targets.astype(LISTING_DTYPE).tobytes(),
+        }
+
+    @classmethod
+    def from_properties(cls, holders: bytes, targets: bytes) -> DroppedReferences:
+        return cls(np.frombuffer(holders, dtype=LISTING_DTYPE), np.frombuffer(targets, dtype=LISTING_DTYPE))
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.holders.nbytes + self.targets.nbytes)
+
+    def __len__(self) -> int:
+        return int(self.holders.size)
+
+    def contains(self, holder: int, target: int) -> bool:
+        """Whether the rules keep every reference from ``holder`` to ``target`` from retaining."""
+        lo, hi = np.searchsorted(self.targets, [target, target + 1])
+        return bool(np.any(self.holders[lo:hi] == holder))
+
+
+@dataclass(frozen=True)
 class TypeListing:
     """Every object of one type, largest retained first (ties: lower id), for ``find``.
 
@@ -130,6 +163,10 @@ class LoadInput:
     known_leak: np.ndarray | None = None  # int16[n]
     verdict: np.ndarray | None = None  # int16[n]
     notes: tuple[str, ...] = ()
+    # Under weight rules: the references stored as :REF that do not retain under the rules (ignored,
+    # weak, or outranked by an owner), as edge indices. Questions that walk :REF at question time
+    # leave them out (see :meth:`dropped_references`).
+    rules_dropped: np.ndarray | None = None  # int64[k]
 
     @classmethod
     def from_analysis(
@@ -147,7 +184,8 @@ class LoadInput:
     ) -> LoadInput:
         """The load of ``result``. For an analysis under rules, ``retaining`` is the mask of the
         references that retain under the runtime's own rules (what :REF and :WEAK_REF record, which
-        rules never change), while the first paths follow the rules (``result.retaining``); the
+        rules never change), while the first paths follow the rules (``result.retaining``, and
+        ``result.transient``: what the distances followed last, first paths follow last too); the
         default is ``result.retaining`` for both."""
         return cls(
             graph=graph,
@@ -157,14 +195,40 @@ class LoadInput:
             idom=result.idom,
             reachable=result.reachable,
             retaining=result.retaining if retaining is None else retaining,
-            paths=first_paths(graph, result.retaining),
+            paths=first_paths(graph, result.retaining, result.transient),
             bucket=bucket,
             bucket_names=bucket_names,
             look_through=look_through,
             known_leak=known_leak,
             verdict=verdict,
             notes=notes,
+            rules_dropped=None if retaining is None else np.flatnonzero(retaining & ~result.retaining),
         )
+
+    def dropped_references(self) -> DroppedReferences | None:
+        """The holder and target ids of the references the rules keep from retaining (None: none).
+
+        By object pair: a pair is listed when every :REF from the holder to the target is dropped, so
+        that a second reference the rules keep between the same two objects keeps the hop."""
+        dropped = self.rules_dropped
+        if dropped is None or dropped.size == 0:
+            return None
+        g = self.graph
+        sources = np.searchsorted(g.edge_start, dropped, side="right") - 1
+        pairs = np.unique(np.stack([g.edge_to[dropped], sources]), axis=1)  # (target, holder) node pairs
+        kept = self.retaining.copy()
+        kept[dropped] = False
+        kept_edges = np.flatnonzero(kept & np.isin(g.edge_to, pairs[0]))
+        if kept_edges.size:
+            kept_sources = np.searchsorted(g.edge_start, kept_edges, side="right") - 1
+            n = np.int64(g.node_count)
+            still = np.isin(pairs[0] * n + pairs[1], g.edge_to[kept_edges].astype(np.int64) * n + kept_sources)
+            pairs = pairs[:, ~still]
+        if pairs.shape[1] == 0:
+            return None
+        holders, targets = g.ids[pairs[1]], g.ids[pairs[0]]
+        order = np.lexsort((holders, targets))  # by target id, then holder id
+        return DroppedReferences(holders=holders[order], targets=targets[order])
 
     @cached_property
     def tree_ids(self) -> TreeIds:

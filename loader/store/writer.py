@@ -39,7 +39,7 @@ from heapdb.loader.store import bulk
 from heapdb.loader.store.bulk import NULL, Batch, Column, Kind, Strings, pack
 from heapdb.loader.store.lifecycle import HEARTBEAT_SECONDS, claim, hide, start_purge
 from heapdb.loader.store.schema import STORE_VERSION, ensure_schema
-from heapdb.loader.store.summaries import LoadInput, TypeListing, reference_label
+from heapdb.loader.store.summaries import DroppedReferences, LoadInput, TypeListing, reference_label
 from heapdb.units import shorten
 
 DEFAULT_BATCH = 20_000  # rows per write transaction
@@ -465,7 +465,16 @@ def _write_objects_and_groups(
     report.seconds["objects"] = time.monotonic() - started
 
     started = time.monotonic()
-    write_groups(database, sid, data.path_groups(), data.type_groups(), data.type_listings(), batch_size, workers)
+    write_groups(
+        database,
+        sid,
+        data.path_groups(),
+        data.type_groups(),
+        data.type_listings(),
+        batch_size,
+        workers,
+        dropped=data.dropped_references(),
+    )
     report.seconds["groups"] = time.monotonic() - started
 
 
@@ -477,9 +486,15 @@ def write_groups(
     type_listings: Iterator[tuple[str, TypeListing]],
     batch_size: int = DEFAULT_BATCH,
     workers: int = 2,
+    dropped: DroppedReferences | None = None,
 ) -> None:
     """A snapshot's ``:PathGroup`` and ``:TypeGroup`` nodes and its types' listings (from
-    :class:`LoadInput`'s ``path_groups``, ``type_groups`` and ``type_listings``)."""
+    :class:`LoadInput`'s ``path_groups``, ``type_groups`` and ``type_listings``), and on its root
+    object, the references its rules keep from retaining (``dropped``, from ``dropped_references``)."""
+    if dropped is not None:
+        database.write(
+            "MATCH (o:Root {sid: $sid}) SET o += $properties", {"sid": sid, "properties": dropped.properties()}
+        )
     for label, statement, groups in (
         ("path groups", CREATE_PATH_GROUPS, path_groups),
         ("type groups", CREATE_TYPE_GROUPS, type_groups),

@@ -1,7 +1,8 @@
 """The rule sets heapdb ships, one per runtime, applied to every load unless switched off.
 
 Each is an ordinary rule file beside this module (docs/rules.md, "Default rules"). They hold only
-``internal`` rules, so they change no dominator and no retained size: exact answers stay exact.
+``internal`` and ``transient`` rules, so they change no dominator and no retained size: exact
+answers stay exact.
 """
 
 from __future__ import annotations
