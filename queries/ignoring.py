@@ -15,10 +15,12 @@ regex means what it means in a rule file.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import lru_cache
+from itertools import product
 from typing import Any
 
 from heapdb.errors import ParameterError, RuleError
@@ -135,6 +137,10 @@ class Avoiding:
     selectors: tuple[IgnoreSelector, ...] = ()
     kinds: tuple[str, ...] = ()
     kind_names: tuple[str, ...] = ()
+    # Selectors of exact patterns, as the stored query checks them (see :func:`exact_keys`); they
+    # stay in ``selectors`` too, for the stored first path and the holders checked in Python.
+    templates: tuple[str, ...] = ()
+    keys: tuple[str, ...] = ()
     # The references the snapshot's own rules keep from retaining, checked like the selectors.
     dropped: DroppedReferences | None = field(default=None, compare=False)
 
@@ -195,7 +201,13 @@ class Avoiding:
 
     def search_parameters(self) -> dict[str, list[Any]]:
         """The lists the stored query ``why-alive-avoiding`` takes (but ``ignore_refs``)."""
-        return {**self.query_parameters(), "ignore_kinds": list(self.kinds), "ignore_kind_names": list(self.kind_names)}
+        return {
+            **self.query_parameters(),
+            "ignore_kinds": list(self.kinds),
+            "ignore_kind_names": list(self.kind_names),
+            "ignore_templates": list(self.templates),
+            "ignore_keys": list(self.keys),
+        }
 
 
 @dataclass(frozen=True)
@@ -216,6 +228,8 @@ def avoiding(
     kinds, or of both, alone, and of exact target types alone (a cut type, see :class:`Avoiding`)
     become lists the stored query checks itself. The rest are checked on each path found."""
     names, cut, kinds, kind_names, rest = list(names), [], [], [], []
+    templates: list[str] = []
+    keys: list[str] = []
     for s in parse_all(texts):
         (step,) = s.references.steps
         bare = s.references.source is None and step.to is None
@@ -233,6 +247,10 @@ def avoiding(
             cut += [p.text for p in step.to.type.patterns]
         else:
             rest.append(s)
+            exact = exact_keys(s)
+            if exact is not None:
+                templates.append(exact[0])
+                keys += exact[1]
     return Avoiding(
         names=tuple(dict.fromkeys(names)),
         types=tuple(types),
@@ -241,8 +259,46 @@ def avoiding(
         selectors=tuple(rest),
         kinds=tuple(dict.fromkeys(kinds)),
         kind_names=tuple(dict.fromkeys(kind_names)),
+        templates=tuple(dict.fromkeys(templates)),
+        keys=tuple(dict.fromkeys(keys)),
         dropped=dropped,
     )
+
+
+# The parts of a reference a selector names, in the order the stored query ``why-alive-avoiding``
+# joins them into a key (``template`` + KEY_SEPARATOR + the parts' values, each after a separator).
+KEY_PARTS = ("from.type", "from.name", "from.kind", "edge.name", "edge.kind", "to.type", "to.name", "to.kind")
+KEY_SEPARATOR = "\x1f"  # the query's '\u001F': a character no type, name or kind holds
+MAX_KEYS = 10_000  # keys of one selector (one per combination of its patterns); past it, checked hop by hop
+
+
+def exact_keys(selector: IgnoreSelector) -> tuple[str, list[str]] | None:
+    """A selector of exact patterns as its template (the parts it names, joined by ",") and the
+    keys of the references it selects; None when a pattern is a glob or a regex, or for too many keys.
+
+    The stored query builds the same key from each reference it follows and leaves out those in
+    the list, so such a selector is checked during the search, whatever it names."""
+    (step,) = selector.references.steps
+    source, to = selector.references.source, step.to
+    parts: dict[str, Match | None] = {"edge.name": step.name}
+    for end, objects in (("from", source), ("to", to)):
+        if objects is not None:
+            parts |= {f"{end}.type": objects.type, f"{end}.name": objects.name, f"{end}.kind": objects.kind}
+    values: dict[str, list[str]] = {}
+    for part, match in parts.items():
+        if match is None:
+            continue
+        if not _exact(match):
+            return None
+        values[part] = [p.text for p in match.patterns]
+    if step.kind is not None:
+        values["edge.kind"] = sorted(EDGE_KIND_NAMES[k] for k in step.kind)
+    named = [part for part in KEY_PARTS if part in values]
+    if not named or math.prod(len(values[part]) for part in named) > MAX_KEYS:
+        return None
+    template = ",".join(named)
+    keys = [KEY_SEPARATOR.join((template, *combination)) for combination in product(*(values[p] for p in named))]
+    return template, keys
 
 
 def _type_only(selector: ObjectSelector) -> bool:

@@ -33,6 +33,7 @@ from heapdb.loader.store import rulesets
 from heapdb.queries import params
 from heapdb.queries.questions import Questions
 from heapdb.service.app import create_app
+from heapdb.service.pages import object_page
 from tests.support.snapshots import LUAU_FIXTURES
 
 # The closure's context owns the payload it captures, so the item's own reference yields to it and
@@ -301,6 +302,7 @@ def test_questions_that_walk_references_follow_the_rules(database: Database, loa
     as long as a breadth-first search over the references that retain under the rules says."""
     g = loads.graph
     questions = Questions(database)
+    client = TestClient(create_app(token=""))
     for loaded in (loads.ignore, loads.owns):
         kept = loaded.result.retaining
         dropped_edges = np.flatnonzero(retaining_edges(g, loaded.result.semantics) & ~kept)
@@ -323,6 +325,8 @@ def test_questions_that_walk_references_follow_the_rules(database: Database, loa
             code, out, err = invoke("object", loaded.tag, str(object_id))
             assert code == 0, err
             assert out.count("(not retaining under the rules)") == sum(flag for _, flag in marks)
+            page = client.get(object_page(loaded.tag, object_id))
+            assert page.status_code == 200 and page.text.count("not retaining (rules)") == sum(f for _, f in marks)
             assert not any(n.reference.dropped for n in questions.object(loads.plain.tag, object_id).incoming)
             node = int(np.flatnonzero(g.ids == object_id)[0])
             why = questions.why_alive(loaded.tag, object_id, params.Why(k=3))

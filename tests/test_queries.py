@@ -27,7 +27,7 @@ from heapdb.errors import NotFound, ParameterError
 from heapdb.loader import store
 from heapdb.loader.analysis import kernels
 from heapdb.loader.graph import EDGE_KIND_NAMES
-from heapdb.queries import catalog, docs, params
+from heapdb.queries import catalog, docs, ignoring, params
 from heapdb.queries.questions import Questions
 from heapdb.queries.results import RetainerPath
 from tests.support.snapshots import LUAU_FIXTURES, Loaded, load_snapshot
@@ -144,6 +144,8 @@ def test_parameters_are_checked_and_converted() -> None:
         "ignore_ids": [1, 2],
         "ignore_kinds": [],
         "ignore_kind_names": [],
+        "ignore_templates": [],
+        "ignore_keys": [],
         "ignore_refs": [],
     }
     top = catalog.get("top")
@@ -418,6 +420,17 @@ def test_ignore_selectors_are_avoided_like_a_rule_file_says(questions: Questions
                 a.type == holder.type and ref.name == reference.name for a, ref in zip(path.objects, path.references)
             )
         assert answer.ignored["selectors"] == [selector]
+        # The same references by exact patterns: checked by the search itself, the same answer.
+        exact = f"from.type = {json.dumps(holder.type)}, edge.name = {json.dumps(reference.name)}"
+        assert ignoring.exact_keys(ignoring.parse_ignore(exact)) is not None
+        pushed = questions.why_alive(v8.tag, v8.id(node), params.Why(ignore=[exact]))
+        assert [p.length for p in pushed.paths] == [p.length for p in answer.paths]
+        # Holder and target types: every reference from one type to the other.
+        both = f"from.type = {json.dumps(holder.type)}, to.type = {json.dumps(types[node])}"
+        by_ends = questions.why_alive(v8.tag, v8.id(node), params.Why(ignore=[both]))
+        ends_ok = ~((types[sources] == holder.type) & (types[g.edge_to] == types[node]))
+        expected = bfs_distance(v8, node, ends_ok, all_nodes)
+        assert [p.length for p in by_ends.paths] == ([] if expected < 0 else [expected])
         # Exact names alone are the same as --ignore-name.
         by_name = questions.why_alive(
             v8.tag, v8.id(node), params.Why(ignore=[f"edge.name = {json.dumps(reference.name)}"])
