@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from heapdb.errors import FormatError
-from heapdb.loader import analysis, formats
+from heapdb.loader import analysis, formats, sources
 from heapdb.loader.formats import hprof
 from heapdb.loader.graph import EdgeKind, HeapGraph
 from tests.support import hprof_writer as hw
@@ -54,7 +54,8 @@ def out(g: HeapGraph, v: int) -> list[tuple[str, str, int]]:
 
 
 def small(id_size: int = 8, version: str = "1.0.2") -> tuple[HprofWriter, dict[str, int]]:
-    """A cache class whose static holds an array of nodes, a weak reference to one, an int array."""
+    """A cache class whose static holds an array of nodes, a weak reference to one, an int array; a
+    thread whose main frame holds the weak reference, and a node allocated at a recorded stack."""
     w = HprofWriter(id_size, version)
     c = standard_classes(w)
     c["Node"] = w.add_class("com/example/Node", c["java.lang.Object"], [("next", OBJECT), ("value", INT)])
@@ -63,11 +64,16 @@ def small(id_size: int = 8, version: str = "1.0.2") -> tuple[HprofWriter, dict[s
     )
     w.obj_array(0x9000, c["java.lang.Object[]"], [0x9100, 0, 0x9200])
     w.instance(0x9100, c["Node"], {"next": 0x9200, "value": 7})
-    w.instance(0x9200, c["Node"], {"next": 0xDEAD0})  # an id the dump never wrote
-    w.instance(0x9300, c["java.lang.ref.WeakReference"], {"referent": 0x9100})
+    put = w.stack_frame("put", "Cache.java", c["Cache"], 12)
+    main = w.stack_frame("main", "Main.java", c["Node"], 45)
+    w.stack_trace(1, 0, [])  # HotSpot's dummy trace, named by every object
+    w.stack_trace(2, 1, [put, main])  # thread 1's stack (no thread root: the trace names the thread)
+    w.stack_trace(3, 0, [put, main])  # an allocation site
+    w.instance(0x9200, c["Node"], {"next": 0xDEAD0}, trace=3)  # an id the dump never wrote
+    w.instance(0x9300, c["java.lang.ref.WeakReference"], {"referent": 0x9100}, trace=1)
     w.prim_array(0x9400, INT, 3)
     w.root(hw.ROOT_STICKY_CLASS, c["Cache"])
-    w.root(hw.ROOT_JAVA_FRAME, 0x9300)
+    w.root(hw.ROOT_JAVA_FRAME, 0x9300, thread=1, frame=1)
     w.root(hw.ROOT_JNI_GLOBAL, 0x9400)
     return w, c
 
@@ -412,11 +418,167 @@ def test_unknown_classes_and_top_level_records_are_tolerated(tmp_path: Path) -> 
     w = HprofWriter(8)
     standard_classes(w)
     w.instance(0x8000, 0x4242, {})  # a class the dump never wrote: no field layout, no class edge
-    w.top.append(HprofWriter.record(0x05, bytes(12)))  # a stack trace record: skipped
+    w.top.append(HprofWriter.record(0x05, bytes(12)))  # a stack trace record without frames: no source
     g = hprof.read_graph(write(tmp_path, w.to_bytes(segment_records=2)))
     v = node(g, 0x8000)
     assert g.type_name(v) == "(unknown class)" and out(g, v) == []
     assert g.meta["unknown_class_instances"] == 1
+
+
+# -- stack frames and traces ------------------------------------------------------------------------------
+
+
+def frames_dump(id_size: int = 8) -> tuple[HprofWriter, dict[str, int]]:
+    """Thread 1 in ``Main.main`` -> ``Cache.get`` -> ``Object.wait0`` (native), thread 2 in ``Main.main``;
+    objects 0x9000, 0x9100... for the tests to root in their frames, all naming HotSpot's dummy trace."""
+    w = HprofWriter(id_size)
+    c = standard_classes(w)
+    c["Thread"] = w.add_class("java/lang/Thread", c["java.lang.Object"])
+    c["Main"] = w.add_class("com/example/Main", c["java.lang.Object"])
+    c["Cache"] = w.add_class("com/example/Cache", c["java.lang.Object"])
+    c["wait"] = w.stack_frame("wait0", "Object.java", c["java.lang.Object"], -3)
+    c["get"] = w.stack_frame("get", "Cache.java", c["Cache"], 30)
+    c["main"] = w.stack_frame("main", "Main.java", c["Main"], 12)
+    w.stack_trace(1, 0, [])
+    w.stack_trace(2, 1, [c["wait"], c["get"], c["main"]])
+    w.stack_trace(3, 2, [c["main"]])
+    w.instance(0x8000, c["Thread"])
+    w.instance(0x8100, c["Thread"])
+    for oid in range(0x9000, 0x9800, 0x100):
+        w.instance(oid, c["java.lang.Object"], trace=1)
+    w.root(hw.ROOT_THREAD_OBJECT, 0x8000, thread=1, frame=2)
+    w.root(hw.ROOT_THREAD_OBJECT, 0x8100, thread=2, frame=3)
+    return w, c
+
+
+def location(g: HeapGraph, obj_id: int) -> str | None:
+    return g.locations.text(g.strings, node(g, obj_id)) if g.locations is not None else None
+
+
+def allocated_at(g: HeapGraph, obj_id: int) -> str | None:
+    return g.allocations.text(g.strings, node(g, obj_id)) if g.allocations is not None else None
+
+
+@pytest.mark.parametrize("id_size", [4, 8])
+def test_objects_held_by_a_frame_are_located_at_it(tmp_path: Path, id_size: int) -> None:
+    w, _ = frames_dump(id_size)
+    w.root(hw.ROOT_JAVA_FRAME, 0x9000, thread=1, frame=2)
+    w.root(hw.ROOT_JNI_LOCAL, 0x9100, thread=1, frame=0)
+    w.root(hw.ROOT_JAVA_FRAME, 0x9200, thread=1, frame=1)
+    g = hprof.read_graph(write(tmp_path, w.to_bytes(segment_records=3)))
+    assert location(g, 0x9000) == "Main.java:12"
+    assert location(g, 0x9100) == "Object.java"  # a native method: no line
+    assert location(g, 0x9200) == "Cache.java:30"
+    assert g.locations is not None and g.locations.line.tolist() == [11, -1, 29]  # 0-based, as V8's
+    # A thread's stack is where it is now, not where anything was allocated: no allocation stacks.
+    assert location(g, 0x8000) is None and location(g, 0x9300) is None
+    assert g.allocations is None
+
+
+def test_an_object_held_by_several_frames_takes_its_first_threads_innermost(tmp_path: Path) -> None:
+    w, _ = frames_dump()
+    w.root(hw.ROOT_JAVA_FRAME, 0x9000, thread=1, frame=2)
+    w.root(hw.ROOT_JAVA_FRAME, 0x9000, thread=2, frame=0)  # lower frame number, but a later thread
+    w.root(hw.ROOT_JAVA_FRAME, 0x9000, thread=1, frame=1)
+    w.root(hw.ROOT_JAVA_FRAME, 0x9100, thread=2, frame=0)
+    w.root(hw.ROOT_JNI_LOCAL, 0x9100, thread=1, frame=1)
+    g = hprof.read_graph(write(tmp_path, w.to_bytes()))
+    assert location(g, 0x9000) == "Cache.java:30"
+    assert location(g, 0x9100) == "Main.java:12"
+
+
+@pytest.mark.parametrize("line, text", [(7, "Foo.java:7"), (0, "Foo.java"), (-1, "Foo.java"), (-2, "Foo.java")])
+def test_a_frame_without_line_information_locates_at_its_file(tmp_path: Path, line: int, text: str) -> None:
+    w, c = frames_dump()
+    frame = w.stack_frame("run", "Foo.java", c["Main"], line)
+    w.stack_trace(9, 5, [frame])
+    w.root(hw.ROOT_JAVA_FRAME, 0x9000, thread=5, frame=0)
+    g = hprof.read_graph(write(tmp_path, w.to_bytes()))
+    assert location(g, 0x9000) == text
+
+
+def test_unknown_threads_traces_frames_and_strings_locate_nothing(tmp_path: Path) -> None:
+    w, c = frames_dump()
+    nameless = w.stack_frame(0x7770, 0x7780, c["Main"], 3)  # string ids no STRING record has
+    w.stack_trace(4, 3, [0x7790, nameless])  # a frame id no STACK_FRAME has
+    w.root(hw.ROOT_THREAD_OBJECT, 0x9600, thread=6, frame=77)  # a trace serial no STACK_TRACE has
+    w.root(hw.ROOT_JAVA_FRAME, 0x9000, thread=99, frame=0)  # no such thread
+    w.root(hw.ROOT_JAVA_FRAME, 0x9100, thread=1, frame=3)  # past the thread's 3 frames
+    w.root(hw.ROOT_JAVA_FRAME, 0x9200, thread=1, frame=-1)  # "empty"
+    w.root(hw.ROOT_JAVA_FRAME, 0x9300, thread=3, frame=0)
+    w.root(hw.ROOT_JAVA_FRAME, 0x9400, thread=3, frame=1)
+    w.root(hw.ROOT_JAVA_FRAME, 0x9500, thread=6, frame=0)
+    w.root(hw.ROOT_JAVA_FRAME, 0xDEAD0, thread=1, frame=0)  # no such object
+    w.root(hw.ROOT_JAVA_FRAME, 0x9700, thread=1, frame=1)  # the only one that resolves
+    g = hprof.read_graph(write(tmp_path, w.to_bytes()))
+    assert [location(g, oid) for oid in range(0x9000, 0x9700, 0x100)] == [None] * 7
+    assert location(g, 0x9700) == "Cache.java:30"
+    assert g.meta["dangling_references"] == 1
+
+
+def test_allocation_sites_give_allocation_stacks(tmp_path: Path) -> None:
+    w, c = frames_dump(4)
+    anonymous = w.stack_frame(0x7770, "Anon.java", None, 5)  # an unknown method name and class
+    w.stack_trace(5, 0, [c["get"], c["main"]])
+    w.stack_trace(6, 0, [0x7790, anonymous, c["main"]])  # a frame id no STACK_FRAME has
+    w.instance(0xA000, c["java.lang.Object"], trace=5)
+    w.obj_array(0xA100, c["java.lang.Object[]"], [0xA000], trace=6)
+    w.instance(0xA200, c["java.lang.Object"], trace=5)
+    w.instance(0xA300, c["java.lang.Object"], trace=99)  # no such trace
+    w.root(hw.ROOT_JAVA_FRAME, 0xA200, thread=1, frame=1)
+    g = hprof.read_graph(write(tmp_path, w.to_bytes(segment_records=2)))
+    sep = sources.FRAME_SEPARATOR
+    assert allocated_at(g, 0xA000) == f"com.example.Cache.get (Cache.java:30){sep}com.example.Main.main (Main.java:12)"
+    assert (
+        allocated_at(g, 0xA100)
+        == f"(unknown frame){sep}(unknown method) (Anon.java:5){sep}com.example.Main.main (Main.java:12)"
+    )
+    assert allocated_at(g, 0xA200) == allocated_at(g, 0xA000) and location(g, 0xA200) == "Cache.java:30"
+    for oid in (0xA300, 0x9000, 0x8000):  # no trace, HotSpot's dummy trace, a thread's stack
+        assert allocated_at(g, oid) is None
+    assert location(g, 0xA000) is None
+
+
+def test_without_a_thread_root_the_one_trace_naming_the_thread_is_its_stack(tmp_path: Path) -> None:
+    w, c = small(8)
+    g = hprof.read_graph(write(tmp_path, w.to_bytes()))
+    assert location(g, 0x9300) == "Main.java:45"
+    sep = sources.FRAME_SEPARATOR
+    assert allocated_at(g, 0x9200) == f"com.example.Cache.put (Cache.java:12){sep}com.example.Node.main (Main.java:45)"
+    w.stack_trace(4, 1, [])  # a second trace naming thread 1: which one is its stack is unknown
+    g = hprof.read_graph(write(tmp_path, w.to_bytes()))
+    assert location(g, 0x9300) is None
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        (lambda w: w.ident(1) * 4 + bytes(7), "a STACK_FRAME record must be"),
+        (lambda w: bytes(11), "a STACK_TRACE record shorter than its 12-byte head"),
+        (lambda w: struct.pack(">III", 7, 1, 2) + w.ident(1), "does not match its frame count"),
+        (lambda w: struct.pack(">III", 7, 1, 0xFFFFFFFF) + w.ident(1), "does not match its frame count"),
+    ],
+    ids=["frame-length", "trace-head", "trace-frames", "trace-count-huge"],
+)
+def test_malformed_frames_and_traces_name_their_record(tmp_path: Path, body, message: str) -> None:
+    w, _ = frames_dump(4)
+    w.top.append(HprofWriter.record(0x04 if "FRAME" in message else 0x05, body(w)))
+    data = w.to_bytes()
+    with pytest.raises(FormatError, match=re.escape(message)) as caught:
+        hprof.read_graph(write(tmp_path, data))
+    assert caught.value.offset == w.offsets[len(w.top) - 1]
+
+
+def test_every_truncation_of_a_dump_with_frames_is_a_format_error(tmp_path: Path) -> None:
+    w, _ = frames_dump(4)
+    w.root(hw.ROOT_JAVA_FRAME, 0x9000, thread=1, frame=2)
+    data = w.to_bytes(segment_records=4)
+    path = tmp_path / "cut.hprof"
+    for cut in range(len(data) - 1, 0, -7):
+        path.write_bytes(data[:cut])
+        with pytest.raises(FormatError) as caught:
+            hprof.read_graph(path)
+        assert caught.value.offset is not None, cut
 
 
 # -- a real dump ------------------------------------------------------------------------------------------
@@ -497,6 +659,23 @@ def test_real_dump_counts_retained_sizes_and_weak_references(java_dump: tuple[Pa
     assert all(a.retained_size[h] < a.retained_size[strong_payload] + g.self_size[h] for h in holders)
     labels = {g.edge_label(int(e)) for e in np.flatnonzero(g.edge_kind == weak_kind)}
     assert {"referent (weak)", "referent (soft)"} <= labels
+
+
+@needs_jdk
+def test_a_real_dump_locates_what_mains_frame_holds(java_dump: tuple[Path, dict[str, int]]) -> None:
+    dump, _ = java_dump
+    g = hprof.read_graph(dump)
+    source = (Path(__file__).parent / "java" / "Leak.java").read_text().splitlines()
+    sleeping = 1 + next(i for i, line in enumerate(source) if "Thread.sleep(" in line)
+    assert g.locations is not None
+    nodes, texts = g.locations.texts(g.strings, 0, len(g.ids))
+    located = {(g.type_name(int(v)), text) for v, text in zip(nodes.tolist(), texts, strict=True)}
+    # main's locals while it sleeps: its arguments and the list of softly referenced payloads.
+    assert {
+        ("java.lang.String[]", f"Leak.java:{sleeping}"),
+        ("java.util.ArrayList", f"Leak.java:{sleeping}"),
+    } <= located
+    assert g.allocations is None  # HotSpot records no allocation sites
 
 
 @needs_jdk

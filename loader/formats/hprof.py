@@ -6,15 +6,16 @@ Read: ``JAVA PROFILE 1.0.1``, ``1.0.2`` (HotSpot's ``jcmd PID GC.heap_dump``, ``
 version text, a NUL, the u4 identifier size, a u8 timestamp) and then records ``u1 tag, u4 time,
 u4 length, body``; all numbers are big-endian.
 
-Why this module is long: it is one format's whole reader, its three numba kernels beside the
+Why this module is long: it is one format's whole reader, its four numba kernels beside the
 Python that drives them, sharing the record layouts and error codes; the kernels and the graph
 assembly are each only meaningful with the other.
 
 How it is read (never a Python object per heap object):
 
 1. the file is memory-mapped; a numba kernel walks the top-level records and keeps the positions of
-   ``STRING`` (0x01), ``LOAD_CLASS`` (0x02) and heap-dump (0x0C, 0x1C) records; other records
-   (stack frames and traces, thread starts, CPU samples...) are skipped by their length;
+   ``STRING`` (0x01), ``LOAD_CLASS`` (0x02), ``STACK_FRAME`` (0x04), ``STACK_TRACE`` (0x05) and
+   heap-dump (0x0C, 0x1C) records; other records (thread starts, CPU samples...) are skipped by their
+   length. Frames and traces are decoded with numpy into flat arrays (see "Stack traces" below);
 2. a numba kernel walks the heap-dump sub-records twice (count, then fill) into flat arrays: one row
    per object (id, kind, class id, data position and length), per GC root, per class dump;
 3. class dumps (one per loaded class: thousands, not millions) are decoded in Python into a flat
@@ -84,8 +85,27 @@ Android (``1.0.3``): ``HEAP_DUMP_INFO`` (0xFE) switches the current heap (``app`
 before it (uint8: ``ord("A")`` for app, ``ord("Z")`` for zygote...; 0 before any), and
 ``meta["heap_names"]`` maps each code to its name. ``PRIMITIVE_ARRAY_NODATA`` (0xC3) is an array without contents.
 
+Stack traces (:mod:`heapdb.loader.sources`): ``STACK_FRAME`` records (frame id, method name,
+signature and source file name as string ids, the class's ``LOAD_CLASS`` serial, a line: > 0 a line,
+0 none, -1 unknown, -2 compiled, -3 native) and ``STACK_TRACE`` records (serial, thread serial, frame
+ids innermost first) give
+
+- ``graph.locations``: an object a ``ROOT_JAVA_FRAME`` or ``ROOT_JNI_LOCAL`` root holds (thread
+  serial, frame number) is located at that frame of its thread's stack (the trace its
+  ``ROOT_THREAD_OBJECT`` names, else the trace that names the thread): ``Leak.java:45``, the frame's
+  source file and line as a Java stack trace shows them (no column; a frame without a line, native or
+  compiled, is just ``Thread.java``). An object several frames hold takes the innermost frame (the
+  lowest frame number) of the thread of its first such root in the file. Roots whose thread, trace,
+  frame or source file the dump does not have locate nothing. A thread's current stack is not where
+  its objects were allocated: it never fills ``allocated_at``;
+- ``graph.allocations``: an instance or array whose record names (its stack trace serial) a trace
+  with frames was allocated there (Android with allocation tracking; HotSpot names a dummy trace with
+  no frames: nothing). Functions are ``com.example.Cache.put`` with the source file and line; a frame
+  id no ``STACK_FRAME`` has is the function ``(unknown frame)``.
+
 Every malformed input raises :class:`FormatError` with the file, the byte offset and what was
-expected there.
+expected there (a ``STACK_FRAME`` of the wrong length or a ``STACK_TRACE`` whose length does not fit
+its frame count included).
 """
 
 from __future__ import annotations
@@ -107,6 +127,7 @@ from heapdb.loader.graph import (
     StringTable,
     root_kind_node_name,
 )
+from heapdb.loader.sources import AllocationTraces, SourceLocations
 
 if TYPE_CHECKING:
     from heapdb.progress import ByteProgress
@@ -117,6 +138,7 @@ VERSIONS = (b"JAVA PROFILE 1.0.1", b"JAVA PROFILE 1.0.2", b"JAVA PROFILE 1.0.3")
 
 # Top-level record tags.
 TAG_STRING, TAG_LOAD_CLASS, TAG_HEAP_DUMP, TAG_HEAP_DUMP_SEGMENT, TAG_HEAP_DUMP_END = 0x01, 0x02, 0x0C, 0x1C, 0x2C
+TAG_STACK_FRAME, TAG_STACK_TRACE = 0x04, 0x05
 
 # Heap-dump sub-record tags.
 SUB_CLASS_DUMP, SUB_INSTANCE_DUMP, SUB_OBJ_ARRAY_DUMP, SUB_PRIM_ARRAY_DUMP = 0x20, 0x21, 0x22, 0x23
@@ -197,7 +219,7 @@ _REFERENCE_CLASS = "java.lang.ref.Reference"
 # Kernel state (an int64 array): counters, then the first error's code and position.
 _ROW_NAMES = (
     "obj_id", "obj_kind", "obj_class", "obj_off", "obj_len", "obj_heap", "obj_rec",
-    "root_kind", "root_id", "class_off", "class_len", "heap_type", "heap_name",
+    "root_kind", "root_id", "root_thread", "root_frame", "class_off", "class_len", "heap_type", "heap_name",
 )  # fmt: skip
 ST_OBJECTS, ST_ROOTS, ST_CLASSES, ST_HEAPS, ST_HEAP, ST_ERROR, ST_ERROR_AT, ST_DANGLING = range(8)
 ERRORS = {
@@ -260,7 +282,7 @@ def scan_records(buf, start, fill, tags, offsets, lengths):
         body = pos + 9
         if body + length > end:
             return count, pos
-        if tag == 0x01 or tag == 0x02 or tag == 0x0C or tag == 0x1C or tag == 0x2C:
+        if tag == 0x01 or tag == 0x02 or tag == 0x04 or tag == 0x05 or tag == 0x0C or tag == 0x1C or tag == 0x2C:
             if fill:
                 tags[count] = tag
                 offsets[count] = body
@@ -273,9 +295,12 @@ def scan_records(buf, start, fill, tags, offsets, lengths):
 @numba.njit(cache=True, nogil=True)
 def walk_heap(
     buf, start, end, id_size, fill, st, obj_id, obj_kind, obj_class, obj_off, obj_len, obj_heap, obj_rec,
-    root_kind, root_id, class_off, class_len, heap_type, heap_name, root_codes,
+    root_kind, root_id, root_thread, root_frame, class_off, class_len, heap_type, heap_name, root_codes,
 ):  # fmt: skip
-    """Walk the sub-records of one heap-dump record ``buf[start:end]``, counting or storing rows."""
+    """Walk the sub-records of one heap-dump record ``buf[start:end]``, counting or storing rows.
+
+    ``root_thread`` and ``root_frame``: the two u4 after the id of a JNI local, Java frame or thread
+    root (thread serial and frame number, or thread serial and stack trace serial), else 0."""
     pos = start
     n_obj = st[ST_OBJECTS]
     n_root = st[ST_ROOTS]
@@ -302,6 +327,9 @@ def walk_heap(
             if fill:
                 root_kind[n_root] = code
                 root_id[n_root] = _id(buf, pos, id_size)
+                if tag == 0x02 or tag == 0x03 or tag == 0x08:
+                    root_thread[n_root] = _u4(buf, pos + id_size)
+                    root_frame[n_root] = _u4(buf, pos + id_size + 4)
             n_root += 1
             pos += id_size + extra
         elif tag == 0xFE:  # Android HEAP_DUMP_INFO: u4 heap type, id of its name
@@ -503,6 +531,29 @@ def object_edges(
     return m - base
 
 
+@numba.njit(cache=True, nogil=True)
+def object_traces(buf, obj_rec, id_size, serials, out):
+    """``out[i]``: where object ``i``'s stack trace serial (the u4 after the tag and id of each object
+    record) is in the ascending ``serials``, else -1. Returns how many objects name one."""
+    found = 0
+    k = serials.shape[0]
+    for i in range(obj_rec.shape[0]):
+        s = _u4(buf, obj_rec[i] + 1 + id_size)
+        lo, hi = 0, k
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if serials[mid] < s:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo < k and serials[lo] == s:
+            out[i] = lo
+            found += 1
+        else:
+            out[i] = -1
+    return found
+
+
 # -- the reader -----------------------------------------------------------------------------------
 
 
@@ -595,6 +646,8 @@ class _Reader:
         self.load_class = dict(
             zip(self._ids_at(l_off + 4).tolist(), self._ids_at(l_off + 8 + id_size).tolist(), strict=True)
         )
+        self.class_by_serial = dict(zip(self._u4s_at(l_off).tolist(), self._ids_at(l_off + 4).tolist(), strict=True))
+        self._stack_records(tags, offsets, lengths)
 
         heaps = (tags == TAG_HEAP_DUMP) | (tags == TAG_HEAP_DUMP_SEGMENT)
         h_off, h_len = offsets[heaps], lengths[heaps]
@@ -622,6 +675,180 @@ class _Reader:
         for k in range(self.id_size):
             out = (out << np.uint64(8)) | self.buf[positions + k].astype(np.uint64)
         return out.view(np.int64)
+
+    def _u4s_at(self, positions: np.ndarray) -> np.ndarray:
+        out = np.zeros(len(positions), dtype=np.int64)
+        for k in range(4):
+            out = (out << 8) | self.buf[positions + k].astype(np.int64)
+        return out
+
+    # -- stack frames and traces --------------------------------------------------------------
+
+    def _stack_records(self, tags: np.ndarray, offsets: np.ndarray, lengths: np.ndarray) -> None:
+        """Decode every ``STACK_FRAME`` and ``STACK_TRACE`` into flat arrays (numpy, no object per
+        record): frames sorted by id, traces sorted by serial (a serial written twice: the first),
+        the traces' frame ids end to end."""
+        id_size = self.id_size
+        is_frame = tags == TAG_STACK_FRAME
+        bad = is_frame & (lengths != 4 * id_size + 8)
+        if bad.any():
+            raise self._error(f"a STACK_FRAME record must be {4 * id_size + 8} bytes long", offsets[bad][0] - 9)
+        f_off = offsets[is_frame]
+        f_ids = self._ids_at(f_off)
+        order = np.argsort(f_ids, kind="stable")
+        self.frame_ids = f_ids[order]
+        f_off = f_off[order]
+        self.frame_method = self._ids_at(f_off + id_size)
+        self.frame_source = self._ids_at(f_off + 3 * id_size)
+        self.frame_class = self._u4s_at(f_off + 4 * id_size)
+        self.frame_line = self._u4s_at(f_off + 4 * id_size + 4).astype(np.uint32).view(np.int32)
+
+        is_trace = tags == TAG_STACK_TRACE
+        short = is_trace & (lengths < 12)
+        if short.any():
+            raise self._error("a STACK_TRACE record shorter than its 12-byte head", offsets[short][0] - 9)
+        t_off, t_len = offsets[is_trace], lengths[is_trace]
+        count = self._u4s_at(t_off + 8)
+        wrong = t_len != 12 + count * id_size
+        if wrong.any():
+            raise self._error(
+                f"a STACK_TRACE record's length does not match its frame count ({id_size}-byte frame ids)",
+                t_off[wrong][0] - 9,
+            )
+        serial = self._u4s_at(t_off)
+        self.trace_serials, first = np.unique(serial, return_index=True)  # sorted; a repeated serial: its first
+        self.trace_thread = self._u4s_at(t_off + 4)[first]
+        self.trace_count = count[first]
+        self.trace_start = np.zeros(len(first), dtype=np.int64)
+        if len(first):
+            np.cumsum(self.trace_count[:-1], out=self.trace_start[1:])
+        total = int(self.trace_count.sum())
+        within = np.arange(total, dtype=np.int64) - np.repeat(self.trace_start, self.trace_count)
+        self.trace_frames = self._ids_at(np.repeat(t_off[first] + 12, self.trace_count) + within * id_size)
+
+    def _frame_index(self, frame_ids: np.ndarray) -> np.ndarray:
+        """Indexes of frame ids into the sorted frame arrays, -1 where no STACK_FRAME has that id."""
+        return _lookup(self.frame_ids, frame_ids)
+
+    def _frame_function(self, f: int) -> str:
+        """Frame ``f``'s method as Java names it, ``com.example.Cache.put`` (its class when known)."""
+        method = self._string(int(self.frame_method[f])) or "(unknown method)"
+        class_id = self.class_by_serial.get(int(self.frame_class[f]))
+        if class_id is None or class_id not in self.load_class:
+            return method
+        return f"{self._class_name(class_id)}.{method}"
+
+    def _source_strings(self, frames: np.ndarray) -> np.ndarray:
+        """The source file of each frame (indexes, -1: none) as an index into the graph's strings, -1
+        when the frame, its source id or its string is unknown or the name is empty."""
+        out = np.full(len(frames), -1, dtype=np.int64)
+        known = frames >= 0
+        source_ids = self.frame_source[frames[known]]
+        unique, inverse = np.unique(source_ids, return_inverse=True)
+        texts = [self._string(int(sid)) for sid in unique.tolist()]
+        interned = np.asarray([self.strings.intern(t) if t else -1 for t in texts], dtype=np.int64)
+        out[known] = interned[inverse.reshape(-1)]
+        return out
+
+    def _frame_locations(self, rows: dict[str, np.ndarray], rooted: np.ndarray) -> SourceLocations | None:
+        """The locations of objects held by Java frame and JNI local roots (see the module docstring)."""
+        kinds = rows["root_kind"]
+        codes = {kind: i for i, kind in enumerate(ROOT_KINDS)}
+        thread_roots = kinds == codes["thread"]
+        # Thread serial -> its stack trace: the thread object's root first, else the one trace naming the
+        # thread (a thread several traces name, say Android's allocation sites, has no stack here).
+        named, once = np.unique(self.trace_thread, return_counts=True)
+        alone = np.isin(self.trace_thread, named[once == 1]) & (self.trace_thread != 0)
+        t_serial = np.concatenate([rows["root_thread"][thread_roots], self.trace_thread[alone]])
+        t_trace = np.concatenate([rows["root_frame"][thread_roots], self.trace_serials[alone]])
+        t_serial, first = np.unique(t_serial, return_index=True)
+        t_trace = t_trace[first]
+
+        held = ((kinds == codes["java frame"]) | (kinds == codes["jni local"])) & (rooted >= 0)
+        which = np.flatnonzero(held)
+        if not len(which) or not len(self.trace_serials):
+            return None
+        thread = rows["root_thread"][which]
+        depth = rows["root_frame"][which]
+        trace = _lookup(self.trace_serials, _pick(t_trace, _lookup(t_serial, thread), -1))
+        ok = (trace >= 0) & (depth < _pick(self.trace_count, trace, 0))  # a frame number -1 is 0xFFFFFFFF here
+        frame_id = self.trace_frames[self.trace_start[trace[ok]] + depth[ok]]
+        frame = self._frame_index(frame_id)
+        script = self._source_strings(frame)
+        good = script >= 0
+        which, thread, depth = which[ok][good], thread[ok][good], depth[ok][good]
+        frame, script = frame[good], script[good]
+        if not len(which):
+            return None
+        node = rooted[which].astype(np.int64)
+        # Per object: the thread of its first root in file order, then that thread's innermost frame.
+        by_root = np.lexsort((which, node))
+        starts = np.ones(len(by_root), dtype=bool)
+        starts[1:] = node[by_root][1:] != node[by_root][:-1]
+        first_thread = np.repeat(thread[by_root][starts], np.diff(np.flatnonzero(np.append(starts, True))))
+        same = np.zeros(len(node), dtype=bool)
+        same[by_root] = thread[by_root] == first_thread
+        keep = np.flatnonzero(same)
+        by_depth = keep[np.lexsort((depth[keep], node[keep]))]
+        starts = np.ones(len(by_depth), dtype=bool)
+        starts[1:] = node[by_depth][1:] != node[by_depth][:-1]
+        chosen = by_depth[starts]
+        line = self.frame_line[frame[chosen]]
+        return SourceLocations(
+            node=node[chosen].astype(np.int32),
+            script_id=np.full(len(chosen), -1, dtype=np.int32),
+            script=script[chosen].astype(np.int32),
+            line=np.where(line > 0, line - 1, -1).astype(np.int32),
+            column=np.full(len(chosen), -1, dtype=np.int32),
+        )
+
+    def _allocation_traces(self, rows: dict[str, np.ndarray], n: int, first_obj: int) -> AllocationTraces | None:
+        """Allocation stacks of the instances and arrays whose stack trace serial names a trace with
+        frames (see the module docstring), as a call tree: one chain of nodes per trace used, under a
+        synthetic top node 0."""
+        if not len(self.trace_serials) or not (self.trace_count > 0).any() or not len(rows["obj_rec"]):
+            return None
+        with_frames = np.flatnonzero(self.trace_count > 0)
+        out = np.full(n, -1, dtype=np.int32)
+        part = out[first_obj:]  # a view: the kernel writes each object's trace (index into with_frames)
+        if not object_traces(self.buf, rows["obj_rec"], self.id_size, self.trace_serials[with_frames], part):
+            return None  # HotSpot: every object names the dummy trace
+        hit = part >= 0
+        named = part[hit]
+        used = np.flatnonzero(np.bincount(named, minlength=len(with_frames)))
+        counts = self.trace_count[with_frames[used]]
+        tree_start = np.ones(len(used), dtype=np.int64)  # node 0 is the top
+        np.cumsum(counts[:-1], out=tree_start[1:])
+        tree_start[1:] += 1
+        t = 1 + int(counts.sum())
+        within = np.arange(t - 1, dtype=np.int64) - np.repeat(tree_start - 1, counts)
+        frame = self._frame_index(self.trace_frames[np.repeat(self.trace_start[with_frames[used]], counts) + within])
+        # Functions: 0 is "(unknown frame)" (also the top node's), then each frame used, once.
+        real = np.unique(frame[frame >= 0])
+        intern = self.strings.intern
+        names = [intern("(unknown frame)")] + [intern(self._frame_function(int(f))) for f in real.tolist()]
+        scripts = np.concatenate([[intern("")], self._source_strings(real)])
+        scripts[scripts < 0] = intern("")
+        lines = np.concatenate([[-1], self.frame_line[real].astype(np.int64)])
+        nodes = np.arange(1, t, dtype=np.int64)
+        outermost = np.repeat(tree_start + counts - 1, counts)  # each chain hangs off the top node
+        parent = np.concatenate([[-1], np.where(nodes == outermost, 0, nodes + 1)]).astype(np.int32)
+        function = np.zeros(t, dtype=np.int32)
+        function[1:] = np.where(frame < 0, 0, 1 + np.searchsorted(real, frame))
+        chain = np.full(len(with_frames), -1, dtype=np.int64)
+        chain[used] = tree_start
+        part[hit] = chain[named]
+        f = len(names)
+        return AllocationTraces(
+            trace=out,
+            parent=parent,
+            function=function,
+            function_name=np.asarray(names, dtype=np.int32),
+            function_script=scripts.astype(np.int32),
+            function_script_id=np.full(f, -1, dtype=np.int32),
+            function_line=np.where(lines > 0, lines - 1, -1).astype(np.int32),
+            function_column=np.full(f, -1, dtype=np.int32),
+        )
 
     def _string(self, string_id: int) -> str | None:
         i = int(np.searchsorted(self.s_ids, string_id))
@@ -652,6 +879,8 @@ class _Reader:
             "obj_rec": np.zeros(n_obj, np.int64),
             "root_kind": np.zeros(n_root, np.uint8),
             "root_id": np.zeros(n_root, np.int64),
+            "root_thread": np.zeros(n_root, np.int64),
+            "root_frame": np.zeros(n_root, np.int64),
             "class_off": np.zeros(n_class, np.int64),
             "class_len": np.zeros(n_class, np.int64),
             "heap_type": np.zeros(n_heap, np.int64),
@@ -669,7 +898,8 @@ class _Reader:
         walk_heap(
             self.buf, off, off + length, self.id_size, fill, st,
             r["obj_id"], r["obj_kind"], r["obj_class"], r["obj_off"], r["obj_len"], r["obj_heap"], r["obj_rec"],
-            r["root_kind"], r["root_id"], r["class_off"], r["class_len"], r["heap_type"], r["heap_name"], codes,
+            r["root_kind"], r["root_id"], r["root_thread"], r["root_frame"], r["class_off"], r["class_len"],
+            r["heap_type"], r["heap_name"], codes,
         )  # fmt: skip
 
     def _check(self, st: np.ndarray) -> None:
@@ -1012,6 +1242,8 @@ class _Reader:
                 heap_names[int(t)] = self._string(int(name_id)) or f"heap {t}"
             meta["heap"] = heap
             meta["heap_names"] = heap_names
+        locations = self._frame_locations(rows, rooted)
+        allocations = self._allocation_traces(rows, n, first_obj)
         graph = HeapGraph(
             ids=ids,
             kind=node_kind,
@@ -1026,12 +1258,30 @@ class _Reader:
             node_kinds=list(NODE_KINDS),
             root=0,
             meta=meta,
+            locations=locations,
+            allocations=allocations,
         )
         try:
             graph.validate()
         except ValueError as e:
             raise self._error(f"inconsistent dump: {e}", self.start) from None
         return graph
+
+
+def _lookup(sorted_keys: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Indexes of ``wanted`` in ``sorted_keys``, -1 where absent."""
+    if not len(sorted_keys):
+        return np.full(len(wanted), -1, dtype=np.int64)
+    pos = np.searchsorted(sorted_keys, wanted)
+    pos[pos >= len(sorted_keys)] = 0
+    return np.where(sorted_keys[pos] == wanted, pos, -1).astype(np.int64)
+
+
+def _pick(values: np.ndarray, index: np.ndarray, missing: int) -> np.ndarray:
+    """``values[index]``, ``missing`` where ``index`` is -1."""
+    if not len(values):
+        return np.full(len(index), missing, dtype=np.int64)
+    return np.where(index >= 0, values[np.maximum(index, 0)], missing).astype(np.int64)
 
 
 def _signed(raw: bytes) -> int:

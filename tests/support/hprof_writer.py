@@ -4,7 +4,9 @@ It writes what HotSpot and Android write, record for record: the ``JAVA PROFILE 
 ``STRING`` and ``LOAD_CLASS`` records, and the heap as one ``HEAP_DUMP`` or as ``HEAP_DUMP_SEGMENT``
 records closed by ``HEAP_DUMP_END``, holding ``CLASS_DUMP``, ``INSTANCE_DUMP`` (fields in the order
 the class's own fields first, then its super class's), ``OBJ_ARRAY_DUMP``, ``PRIM_ARRAY_DUMP``, GC
-roots, and for Android ``HEAP_DUMP_INFO`` and ``PRIMITIVE_ARRAY_NODATA``.
+roots, and for Android ``HEAP_DUMP_INFO`` and ``PRIMITIVE_ARRAY_NODATA``; ``STACK_FRAME`` and
+``STACK_TRACE`` records (:meth:`HprofWriter.stack_frame`, :meth:`HprofWriter.stack_trace`), the thread
+serial and frame number of Java frame, JNI local and thread roots, and objects' stack trace serials.
 
 Ids are given by the caller (object addresses) or allocated from :attr:`HprofWriter.next_id`.
 ``offsets`` records where each record starts in the output, for tests that cut or corrupt there.
@@ -53,6 +55,7 @@ class HprofWriter:
         self.top: list[bytes] = []  # STRING and LOAD_CLASS records, in order
         self.sub: list[bytes] = []  # heap-dump sub-records, in order
         self.serial = 0
+        self.class_serials: dict[int, int] = {}  # class id -> its LOAD_CLASS serial
 
     # -- encoding ------------------------------------------------------------------------------
 
@@ -93,6 +96,7 @@ class HprofWriter:
         cls = JavaClass(cid, name, super_id, list(fields or []), list(statics or []), loader)
         self.classes[cid] = cls
         self.serial += 1
+        self.class_serials[cid] = self.serial
         name_id = self.string(name)
         self.top.append(
             self.record(
@@ -127,26 +131,50 @@ class HprofWriter:
     def instance_bytes(self, class_id: int) -> int:
         return sum(TYPE_SIZES[t] or self.id_size for _, t in self.hierarchy_fields(class_id))
 
+    def stack_frame(
+        self,
+        method: str | int,
+        source: str | int,
+        class_id: int | None,
+        line: int,
+        frame_id: int | None = None,
+        signature: str = "()V",
+    ) -> int:
+        """A STACK_FRAME; ``method`` and ``source`` are texts (written as STRING records) or raw string
+        ids, ``class_id`` a class added before (None: class serial 0), ``line`` > 0, 0, -1, -2 or -3."""
+        fid = frame_id if frame_id is not None else self.alloc()
+        ids = [m if isinstance(m, int) else self.string(m) for m in (method, signature, source)]
+        serial = self.class_serials.get(class_id, 0) if class_id is not None else 0
+        body = self.ident(fid) + self.ident(ids[0]) + self.ident(ids[1]) + self.ident(ids[2])
+        self.top.append(self.record(0x04, body + struct.pack(">Ii", serial, line)))
+        return fid
+
+    def stack_trace(self, serial: int, thread_serial: int, frame_ids: list[int]) -> None:
+        """A STACK_TRACE: its frames innermost first."""
+        body = struct.pack(">III", serial, thread_serial, len(frame_ids)) + b"".join(self.ident(f) for f in frame_ids)
+        self.top.append(self.record(0x05, body))
+
     # -- heap objects --------------------------------------------------------------------------
 
-    def instance(self, obj_id: int, class_id: int, values: dict[str, int] | None = None) -> None:
-        """An instance; ``values`` by field name (a hidden field: the nearest class's), others 0."""
+    def instance(self, obj_id: int, class_id: int, values: dict[str, int] | None = None, trace: int = 0) -> None:
+        """An instance; ``values`` by field name (a hidden field: the nearest class's), others 0;
+        ``trace``: its stack trace serial."""
         values = values or {}
         data = b"".join(self.value(t, values.get(name, 0)) for name, t in self.hierarchy_fields(class_id))
         self.sub.append(
             b"\x21"
             + self.ident(obj_id)
-            + struct.pack(">I", 0)
+            + struct.pack(">I", trace)
             + self.ident(class_id)
             + struct.pack(">I", len(data))
             + data
         )
 
-    def obj_array(self, obj_id: int, array_class_id: int, elements: list[int]) -> None:
+    def obj_array(self, obj_id: int, array_class_id: int, elements: list[int], trace: int = 0) -> None:
         self.sub.append(
             b"\x22"
             + self.ident(obj_id)
-            + struct.pack(">II", 0, len(elements))
+            + struct.pack(">II", trace, len(elements))
             + self.ident(array_class_id)
             + b"".join(self.ident(e) for e in elements)
         )
@@ -155,9 +183,15 @@ class HprofWriter:
         head = (b"\xc3" if nodata else b"\x23") + self.ident(obj_id) + struct.pack(">IIB", 0, length, type_code)
         self.sub.append(head + (b"" if nodata else bytes(length * TYPE_SIZES[type_code])))
 
-    def root(self, tag: int, obj_id: int) -> None:
+    def root(self, tag: int, obj_id: int, thread: int = 0, frame: int = 0) -> None:
+        """A GC root; for a JNI local or Java frame root ``thread`` and ``frame`` are its thread serial and
+        frame number (-1: none), for a thread root its thread serial and stack trace serial."""
         extra = ROOT_EXTRA[tag]
-        self.sub.append(bytes([tag]) + self.ident(obj_id) + (self.ident(0) if extra < 0 else bytes(extra)))
+        if tag in (ROOT_JNI_LOCAL, ROOT_JAVA_FRAME, ROOT_THREAD_OBJECT):
+            tail = struct.pack(">II", thread % (1 << 32), frame % (1 << 32))
+        else:
+            tail = self.ident(0) if extra < 0 else bytes(extra)
+        self.sub.append(bytes([tag]) + self.ident(obj_id) + tail)
 
     def heap_info(self, heap_type: int, name: str) -> None:
         self.sub.append(b"\xfe" + struct.pack(">I", heap_type) + self.ident(self.string(name)))
