@@ -8,9 +8,11 @@ read by the same parser and mean the same references.
 One reference only: a ``path`` chain selects a reference by the graph around it, which the stored
 answers cannot check hop by hop; chains belong in a rule file (``heapdb reanalyze --rules``).
 
-The questions that walk stored references (:mod:`heapdb.queries.single`) check each hop of a
-candidate path against the selectors here, in Python, with the rule engine's own patterns, so a
-regex means what it means in a rule file.
+A selector of exact patterns is checked by the stored query's search itself (:func:`exact_keys`).
+The others (a glob, a regex) are checked by the questions that walk stored references
+(:mod:`heapdb.queries.single`) on each hop of a path found, in Python with the rule engine's own
+patterns, so a regex means what it means in a rule file; :class:`Avoiding` says what the next
+search then leaves out.
 """
 
 from __future__ import annotations
