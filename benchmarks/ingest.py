@@ -12,7 +12,8 @@ checkpoint, which a clean shutdown takes. On one snapshot file, in one run, each
 2. ``heapdb load FILE --tag T --json``, timed from its start. Meanwhile this process polls the
    snapshot's status every half second; once it says ``ready`` it asks the real questions through the
    CLI (``why``, ``dominators``, ``top``, ``types``, ``suspects``; with ``--diff-with`` also ``diff``
-   by type and by path), one after the other, each retried until it answers. Reported: when each
+   by type and by path and ``leaks`` by path), one after the other, each retried
+   until it answers; and notes when every object is written (``objects_ready``). Reported: when each
    answered (seconds since the load started, the CLI's own start-up included) and when the load
    process ended. Every second a sampler records the store's size and the transaction logs' size on
    disk and the loader's resident memory (``/proc``); the loader's peak comes from ``wait4``.
@@ -251,6 +252,7 @@ def questions(tag: str, object_id: int, diff_with: str | None) -> dict[str, list
     if diff_with:
         asked["diff by type"] = ["diff", diff_with, tag, "--by", "type"]
         asked["diff by path"] = ["diff", diff_with, tag, "--by", "path"]
+        asked["leaks by path"] = ["leaks", diff_with, tag, tag, "--by", "path"]
     return asked
 
 
@@ -271,7 +273,8 @@ def ask(command: list[str], timeout: float = 600) -> tuple[bool, float, str]:
 def snapshot_state(database: db.Database, tag: str) -> dict[str, Any] | None:
     rows = database.read(
         "MATCH (s:Snapshot {tag: $tag}) WHERE s.status IN ['loading', 'ready'] "
-        "RETURN s.sid AS sid, s.status AS status, s.references_ready AS references_ready ORDER BY s.sid DESC LIMIT 1",
+        "RETURN s.sid AS sid, s.status AS status, s.objects_ready AS objects_ready, "
+        "s.references_ready AS references_ready ORDER BY s.sid DESC LIMIT 1",
         {"tag": tag},
     )
     return rows[0] if rows else None
@@ -287,6 +290,7 @@ class LoadRun:
     exit_code: int = 0
     wall_seconds: float = 0.0  # from the start of `heapdb load` until it exited
     ready_seen_after: float | None = None  # when this process first saw status 'ready'
+    objects_seen_after: float | None = None  # when it first saw every object written (objects_ready)
     report: dict[str, Any] = field(default_factory=dict)  # `heapdb load --json`
     answers: list[Answer] = field(default_factory=list)
     loader_peak_rss_bytes: int = 0
@@ -318,6 +322,7 @@ class LoadRun:
             "wall_seconds": round(self.wall_seconds, 2),
             "ready_after_loader": self.report.get("ready_after"),
             "ready_seen_after": self.ready_seen_after,
+            "objects_seen_after": self.objects_seen_after,
             "first_answer": first.question if first else None,
             "first_answer_after": first.answered_after if first else None,
             "phases": self.report.get("seconds", {}),
@@ -371,11 +376,13 @@ def run_load(sampler: Sampler, phase: str, file: Path, tag: str, asked: dict[str
     pending = list(run.answers)
     with db.connect(start_managed=False) as database:
         while waiter.is_alive() or (pending and run.exit_code == 0):
-            if run.ready_seen_after is None:
+            if run.ready_seen_after is None or run.objects_seen_after is None:
                 state = snapshot_state(database, tag)
-                if state and state["status"] == "ready":
+                if state and state["status"] == "ready" and run.ready_seen_after is None:
                     run.ready_seen_after = round(time.monotonic() - started, 2)
                     _say(f"{phase}: {tag!r} ready after {run.ready_seen_after:.1f} s; asking")
+                if state and state["objects_ready"] is not False and state["status"] == "ready":
+                    run.objects_seen_after = round(time.monotonic() - started, 2)
             if run.ready_seen_after is None or not pending:
                 time.sleep(POLL_SECONDS)
                 continue
@@ -521,6 +528,10 @@ def markdown(figures: dict[str, Any]) -> str:
                 else f"no answer: {answer['error']}"
             )
         row(f"&nbsp;&nbsp;`{name}` answered at", cells)
+    row(
+        "every object written (`objects_ready`, since `heapdb load` started)",
+        [f"{load['objects_seen_after']:.1f} s" if load.get("objects_seen_after") else "-" for load in loads],
+    )
     row("full load (`heapdb load` exits)", [f"{load['wall_seconds']:.1f} s" for load in loads])
     row("written through", [str(load["writer"]) for load in loads])
     row(

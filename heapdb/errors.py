@@ -70,10 +70,19 @@ class OutdatedSnapshot(HeapdbError):
     http_status = 409
 
 
-class ReferencesLoading(HeapdbError):
-    """A question that follows references, asked while a load is still writing them: ask again soon."""
+class StillLoading(HeapdbError):
+    """A question asked while a load is still writing what it reads: ask again soon."""
 
     http_status = 409
+
+
+class ObjectsLoading(StillLoading):
+    """A question about objects a load has not written yet (a snapshot answers before its last
+    object is in, docs/data-model.md "When a snapshot answers")."""
+
+
+class ReferencesLoading(StillLoading):
+    """A question that follows references, asked while a load is still writing them."""
 
 
 class SummaryOnly(HeapdbError):

@@ -72,17 +72,24 @@ class SourceLocations:
 
     def texts(self, strings: list[str], lo: int, hi: int) -> tuple[np.ndarray, list[str]]:
         """The locations of nodes ``lo`` to ``hi``: (their offsets in the range, their texts)."""
-        a, b = np.searchsorted(self.node, [lo, hi])
-        if a == b:
+        return self.texts_of(strings, np.arange(lo, hi, dtype=np.int64))
+
+    def texts_of(self, strings: list[str], nodes: np.ndarray) -> tuple[np.ndarray, list[str]]:
+        """The locations of ``nodes`` (ascending): (the offsets in ``nodes`` of those located, their texts)."""
+        at = np.searchsorted(self.node, nodes)
+        located = at < self.node.shape[0]
+        located[located] = self.node[at[located]] == nodes[located]
+        rows = at[located]
+        if rows.shape[0] == 0:
             return np.empty(0, dtype=np.int64), []
         # Many objects share a position (every instance made by one constructor): format each once.
-        keys = np.stack([self.script_id[a:b], self.script[a:b], self.line[a:b], self.column[a:b]]).astype(np.int64)
+        keys = np.stack([self.script_id[rows], self.script[rows], self.line[rows], self.column[rows]]).astype(np.int64)
         unique, inverse = np.unique(keys, axis=1, return_inverse=True)
         labels = [
             position_text(script_text(strings, script, sid), line, column)
             for sid, script, line, column in zip(*(row.tolist() for row in unique))
         ]
-        return self.node[a:b].astype(np.int64) - lo, [labels[i] for i in inverse.reshape(-1).tolist()]
+        return np.flatnonzero(located), [labels[i] for i in inverse.reshape(-1).tolist()]
 
 
 @dataclass(frozen=True)
@@ -171,7 +178,11 @@ class AllocationTraces:
     def texts(self, strings: list[str], lo: int, hi: int) -> tuple[np.ndarray, list[str]]:
         """The allocation stacks of nodes ``lo`` to ``hi`` as text (:func:`stack_text`): (their offsets
         in the range, their texts), each distinct call-tree node formatted once."""
-        part = self.trace[lo:hi]
+        return self.texts_of(strings, np.arange(lo, hi, dtype=np.int64))
+
+    def texts_of(self, strings: list[str], nodes: np.ndarray) -> tuple[np.ndarray, list[str]]:
+        """The allocation stacks of ``nodes`` as text: (the offsets in ``nodes`` of those with one, their texts)."""
+        part = self.trace[nodes]
         where = np.flatnonzero(part >= 0)
         if where.shape[0] == 0:
             return where.astype(np.int64), []

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from heapdb.db import Database
-from heapdb.errors import NotFound, OutdatedSnapshot
+from heapdb.errors import HeapdbError, NotFound, OutdatedSnapshot, StillLoading
 from heapdb.loader.store import STORE_VERSION, Snapshot
 from heapdb.loader.store.prune import summary_only
 from heapdb.queries import catalog
@@ -50,12 +50,14 @@ class Asking:
         """The ready snapshots, oldest first."""
         return [Snapshot.from_properties(row["snapshot"]) for row in self._run("snapshots")]
 
-    def snapshot(self, ref: SnapshotRef, *, objects: bool = False) -> Snapshot:
+    def snapshot(self, ref: SnapshotRef, *, objects: bool = False, all_objects: bool = False) -> Snapshot:
         """The ready snapshot with this tag, or :class:`NotFound` / :class:`OutdatedSnapshot`.
 
         A question that reads objects (not only the stored type and path groups) says ``objects=True``:
         a pruned snapshot (``heapdb prune``) then raises :class:`SummaryOnly`, whether it was named by
-        tag or by record. This is the one place that check is made.
+        tag or by record. This is the one place that check is made. One that reads every object
+        (a search, say) also says ``all_objects=True``: while a load still writes its objects, it
+        raises :class:`~heapdb.errors.ObjectsLoading`.
         """
         if isinstance(ref, Snapshot):
             found = ref
@@ -63,8 +65,12 @@ class Asking:
             found = self.cache.recent(("snapshot", ref), TAG_LOOKUP_SECONDS, lambda: self._look_up(ref))
         else:
             found = self._look_up(ref)
-        if objects and found.summary:
+        if (objects or all_objects) and found.summary:
             raise summary_only(found)
+        if all_objects and not found.objects_ready:
+            refusal = catalog.still_loading(self.database, found.tag, "objects", "this question reads them all")
+            if refusal is not None:
+                raise refusal
         return found
 
     def _look_up(self, ref: str) -> Snapshot:
@@ -97,6 +103,15 @@ class Asking:
             raise self._not_found(snapshot, object_id)
         return ObjectInfo.from_row(rows[0]["object"])
 
-    @staticmethod
-    def _not_found(snapshot: Snapshot, object_id: int) -> NotFound:
-        return NotFound(f"no object with id {object_id} in snapshot {snapshot.tag!r}")
+    def _not_found(self, snapshot: Snapshot, object_id: int) -> HeapdbError:
+        """No such object: :class:`NotFound`, or :class:`ObjectsLoading` while the load may still write it."""
+        return self._unwritten(snapshot, object_id) or NotFound(
+            f"no object with id {object_id} in snapshot {snapshot.tag!r}"
+        )
+
+    def _unwritten(self, snapshot: Snapshot, object_id: int) -> StillLoading | None:
+        """:class:`ObjectsLoading` if the snapshot's load is still writing objects (read afresh): an
+        answer about ``object_id`` missing the object or one on its way from the root is not final."""
+        return catalog.still_loading(
+            self.database, snapshot.tag, "objects", f"object {object_id} or one on its way from the root is not in yet"
+        )

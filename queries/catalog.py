@@ -30,9 +30,13 @@ from importlib import resources
 from typing import Any
 
 from heapdb.db import Database
-from heapdb.errors import NotFound, ParameterError, ReferencesLoading
+from heapdb.errors import NotFound, ObjectsLoading, ParameterError, ReferencesLoading, StillLoading
 
 TYPES = ("string", "int", "bool", "list<string>", "list<int>")
+# What a query may need written in full before it answers (`// needs:`), in the order a load writes them.
+NEEDS = ("objects", "references")
+# The parameters that name a snapshot by its tag, in the stored queries that take one or several.
+SNAPSHOT_PARAMETERS = ("tag", "before", "after", "baseline", "target", "final")
 
 # Neo4j integers are 64-bit; anything wider would be rejected by the driver with a less clear message.
 INT_MIN, INT_MAX = -(2**63), 2**63 - 1
@@ -171,9 +175,11 @@ class StoredQuery:
     text: str  # the whole file, header included (what people paste)
     notes: str = ""
     filename: str = field(default="")
-    # `// needs: references`: the query follows :REF/:WEAK_REF, which a load writes after everything
-    # else; asked of a snapshot whose references are still streaming in, it is refused, not half-answered.
-    needs_references: bool = False
+    # `// needs: objects`: the query reads every object of the snapshot (a scan, or children in the
+    # dominator tree), which a load writes after the snapshot starts answering; `// needs: references`:
+    # it follows :REF/:WEAK_REF, which a load writes last. Asked of a snapshot still writing them, it
+    # is refused, not half-answered (docs/data-model.md, "When a snapshot answers").
+    needs: str | None = None
 
     def parameter(self, name: str) -> Parameter:
         for p in self.parameters:
@@ -249,8 +255,10 @@ def parse(text: str, filename: str = "<query>") -> StoredQuery:
                 raise ValueError(
                     f"{filename}:{number}: expected 'name:', 'description:', 'needs:' or 'param', got {content!r}"
                 )
-            if key.strip() == "needs" and value.strip() != "references":
-                raise ValueError(f"{filename}:{number}: a query can only need 'references', got {value.strip()!r}")
+            if key.strip() == "needs" and value.strip() not in NEEDS:
+                raise ValueError(
+                    f"{filename}:{number}: a query can need {' or '.join(map(repr, NEEDS))}, got {value.strip()!r}"
+                )
             header[key.strip()] = value.strip()
     for key in ("name", "description"):
         if key not in header:
@@ -270,7 +278,7 @@ def parse(text: str, filename: str = "<query>") -> StoredQuery:
         text=text,
         notes=" ".join(n for n in notes if n),
         filename=filename,
-        needs_references="needs" in header,
+        needs=header.get("needs"),
     )
 
 
@@ -301,22 +309,36 @@ def run(
     """Run a stored query in a read-only transaction with ``timeout`` seconds; return its rows."""
     query = get(name)
     bound = query.bind(parameters or {})
-    if query.needs_references and isinstance(bound.get("tag"), str):
-        _check_references(database, bound["tag"], query.name)
+    if query.needs is not None:
+        for key in SNAPSHOT_PARAMETERS:
+            if isinstance(bound.get(key), str):
+                refusal = still_loading(database, bound[key], query.needs, f"{query.name!r} reads them")
+                if refusal is not None:
+                    raise refusal
     return database.read(query.cypher, bound, timeout=timeout)
 
 
-def _check_references(database: Database, tag: str, name: str) -> None:
-    """Refuse a query that follows references while the snapshot's load is still writing them."""
+def still_loading(database: Database, tag: str, needs: str, why: str) -> StillLoading | None:
+    """The error for a question that needs all of a snapshot's ``needs`` (one of :data:`NEEDS`)
+    while its load is still writing them, read afresh; None when they are all written (or the tag
+    has no ready snapshot: the question itself says so). ``why`` ends the first clause."""
     rows = database.read(
-        "MATCH (s:Snapshot {tag: $tag, status: 'ready'}) WHERE NOT coalesce(s.references_ready, true) "
-        "RETURN s.references_written AS written, s.reference_count AS total",
+        "MATCH (s:Snapshot {tag: $tag, status: 'ready'}) "
+        "RETURN s.objects_ready = false AS objects, s.objects_written AS objects_written, "
+        "s.object_count AS object_count, s.references_ready = false AS references, "
+        "s.references_written AS references_written, s.reference_count AS reference_count",
         {"tag": tag},
     )
-    if rows:
-        written, total = rows[0]["written"] or 0, rows[0]["total"] or 0
-        share = f" ({written / total:.0%} of {total:,} written)" if total else ""
-        raise ReferencesLoading(
-            f"snapshot {tag!r} is still loading its references{share}, which {name!r} follows; "
-            "ask again when `heapdb snapshots` shows them loaded"
-        )
+    if not rows:
+        return None
+    row = rows[0]
+    # A load writes the objects before the references: a question that needs the references needs both.
+    for what, error in (("objects", ObjectsLoading), ("references", ReferencesLoading)):
+        if row[what] and NEEDS.index(what) <= NEEDS.index(needs):
+            written, total = row[f"{what}_written"] or 0, row[f"{what[:-1]}_count"] or 0
+            share = f" ({written / total:.0%} of {total:,} written)" if total else ""
+            return error(
+                f"snapshot {tag!r} is still loading its {what}{share}, and {why}; "
+                "ask again when `heapdb snapshots` shows them loaded"
+            )
+    return None

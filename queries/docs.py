@@ -31,9 +31,15 @@ def section(q: StoredQuery) -> str:
     lines = [f"### `{q.name}`", "", q.description, ""]
     if q.notes:
         lines += [q.notes, ""]
-    if q.needs_references:
+    if q.needs == "references":
         lines += [
             "It follows references, so it is refused while a load is still writing them (`needs: references`).",
+            "",
+        ]
+    elif q.needs == "objects":
+        lines += [
+            "It reads all of the snapshot's objects, so it is refused while a load is still writing them "
+            "(`needs: objects`).",
             "",
         ]
     if q.parameters:

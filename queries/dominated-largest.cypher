@@ -1,5 +1,6 @@
 // name: dominated-largest
 // description: For each given object, how many objects it dominates directly and the largest of them (a treemap level).
+// needs: objects
 // param tag: string -- the snapshot's tag
 // param ids: list<int> -- ids of the parent objects
 // param min_sizes: list<int> = [] -- per parent (same order as ids): the smallest retained size worth listing (missing: 0)

@@ -1,5 +1,6 @@
 // name: dominated
 // description: What the given objects dominate directly (their children in the dominator tree), largest first.
+// needs: objects
 // param tag: string -- the snapshot's tag
 // param ids: list<int> -- ids of the parent objects
 // param limit: int = 50 in 1..1000 -- how many children to return, over all parents

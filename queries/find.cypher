@@ -1,5 +1,6 @@
 // name: find
 // description: Objects of a type whose name contains a text, largest retained size first.
+// needs: objects
 // param tag: string -- the snapshot's tag
 // param type: string -- the objects' type, e.g. a constructor name
 // param name_contains: string = "" -- a text the object's name must contain (empty: any name)

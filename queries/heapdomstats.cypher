@@ -1,5 +1,6 @@
 // name: heapdomstats
 // description: Per type, the objects no object below the root owns: their immediate dominator is the root or a root group.
+// needs: objects
 // param tag: string -- the snapshot's tag
 // param limit: int = 50 in 1..10000 -- how many types
 //

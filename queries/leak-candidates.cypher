@@ -1,5 +1,6 @@
 // name: leak-candidates
 // description: Leak candidates already matched by id: those of the given final-snapshot objects that can lead a leak cluster, with what clustering reads.
+// needs: objects
 // param final: string -- the snapshot after undoing the action (or repeating it)
 // param ids: list<int> -- ids of final-snapshot objects absent from the baseline and present in the target (same id and type)
 //

@@ -1,5 +1,6 @@
 // name: leaks
 // description: memlab's three-snapshot model: objects allocated between baseline and target and still alive in final, clustered by retainer path, largest first.
+// needs: objects
 // param baseline: string -- the snapshot before the action under suspicion
 // param target: string -- the snapshot after the action
 // param final: string -- the snapshot after undoing the action (or repeating it)

@@ -1,5 +1,6 @@
 // name: lifelines
 // description: The first retainer paths of the objects of a type, grouped: one row per distinct path, with counts.
+// needs: objects
 // param tag: string -- the snapshot's tag
 // param type: string = "" -- the objects' type (required: no object has the empty type)
 // param name_contains: string = "" -- a text the objects' names must contain (empty: any name)

@@ -1,5 +1,6 @@
 // name: object-columns
 // description: A snapshot's objects as [id, type, self size, retained size] rows in one list, for matching two snapshots object by object.
+// needs: objects
 // param tag: string -- the snapshot's tag
 //
 // The objects the root reaches, the root and synthetic root-kind nodes aside, in one row. Matching two snapshots by id is a join of a million rows with a million: heapdb reads

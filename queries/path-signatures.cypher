@@ -1,5 +1,6 @@
 // name: path-signatures
 // description: Objects' first-path signatures by id (null for an id the snapshot has not, or an unreachable object).
+// needs: objects
 // param tag: string -- the snapshot's tag
 // param ids: list<int> -- the objects' ids
 MATCH (s:Snapshot {tag: $tag, status: 'ready'})

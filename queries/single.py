@@ -66,7 +66,7 @@ class SnapshotQuestions(Asking):
         listing (only root, synthetic or unreachable objects have it) is searched object by object
         (stored query ``find``), with the same answer.
         """
-        snapshot = self.snapshot(ref, objects=True)
+        snapshot = self.snapshot(ref, all_objects=True)
         listing = self._cached(
             snapshot,
             ("type listing", p.type),
@@ -88,7 +88,7 @@ class SnapshotQuestions(Asking):
 
     def resolve(self, ref: SnapshotRef, type_name: str, name_contains: str = "") -> int:
         """The id of the largest-retaining object of a type whose name contains a text."""
-        snapshot = self.snapshot(ref, objects=True)
+        snapshot = self.snapshot(ref, all_objects=True)
         found = self.find(snapshot, params.Find(type=type_name, name_contains=name_contains, limit=1))
         if not found:
             condition = f" whose name contains {name_contains!r}" if name_contains else ""
@@ -212,6 +212,11 @@ class SnapshotQuestions(Asking):
             # The stored first path is a shortest one under the snapshot's rules (it uses no
             # reference they drop); when no selector names one of its references, it is the answer.
             stored = self._path_rows(self._run("why-alive", tag=snapshot.tag, id=object_id))
+            if stored is not None and len(stored.objects) != (stored.objects[-1].distance or 0) + 1:
+                # A holder on the way is not written yet: the load is still writing objects.
+                unwritten = self._unwritten(snapshot, object_id)
+                if unwritten is not None:
+                    raise unwritten
             if stored is None or not avoid.selectors or not self._ignored_hops(stored, avoid):
                 return stored
         excluded: list[str] = []
@@ -258,6 +263,11 @@ class SnapshotQuestions(Asking):
         if not rows:
             return DominatorChain(tag=snapshot.tag, target=self._object(snapshot, object_id), chain=[])
         chain = [ObjectInfo.from_row(o) for o in rows[0]["objects"]]
+        if snapshot.root_id is not None and chain[0].id != snapshot.root_id:
+            # A dominator on the way is not written yet: the load is still writing objects.
+            unwritten = self._unwritten(snapshot, object_id)
+            if unwritten is not None:
+                raise unwritten
         chain[0] = replace(chain[0], root=True)
         return DominatorChain(tag=snapshot.tag, target=chain[-1], chain=chain)
 

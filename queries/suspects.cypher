@@ -29,9 +29,14 @@ CALL (s, o) {
                                           RETURN b ORDER BY b.retained_size DESC, b.id LIMIT 1 }
               END) AS chain
   WITH last(chain) AS point, size(chain) - 1 AS depth
-  OPTIONAL MATCH (child:Object {sid: s.sid, dom: point.id})
-  WHERE child.retained_size IS NOT NULL
-  RETURN point, depth, count(child) AS children, coalesce(max(child.retained_size), 0) AS largest_child
+  // The figures a load stores on the objects it writes first (before their children are in), else
+  // counted from the children.
+  RETURN point, depth,
+         CASE WHEN point.dominates IS NOT NULL THEN point.dominates
+              ELSE COUNT { MATCH (child:Object {sid: s.sid, dom: point.id}) WHERE child.retained_size IS NOT NULL } END AS children,
+         CASE WHEN point.largest_dominated IS NOT NULL THEN point.largest_dominated
+              ELSE coalesce(COLLECT { MATCH (child:Object {sid: s.sid, dom: point.id}) WHERE child.retained_size IS NOT NULL
+                                      RETURN child.retained_size ORDER BY child.retained_size DESC LIMIT 1 }[0], 0) END AS largest_child
 }
 RETURN o {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached, .verdict, .known_leak, .location, .allocated_at} AS object,
        point {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached, .verdict, .known_leak, .location, .allocated_at} AS point,

@@ -6,7 +6,8 @@ from __future__ import annotations
 import math
 
 from heapdb.loader.store import Snapshot
-from heapdb.queries import params
+from heapdb.loader.store.order import EARLY_SUSPECT_SHARE, MIN_DESCENT_PERCENT, early_suspect_floor
+from heapdb.queries import catalog, params
 from heapdb.queries.base import Asking, SnapshotRef
 from heapdb.queries.results import AccumulationPoint, ObjectInfo, ObjectRef, SuspectObject, Suspects, SuspectType
 
@@ -27,7 +28,14 @@ class SuspectQuestions(Asking):
     def _suspects(self, snapshot: Snapshot, p: params.Suspects) -> Suspects:
         tag, reachable = snapshot.tag, int(snapshot.reachable_size or 0)
         min_retained = max(1, math.ceil(p.share * reachable))
-        percent = max(51, round(p.ratio * 100))  # the stored query takes a whole percentage
+        if min_retained < early_suspect_floor(reachable) and not snapshot.objects_ready:
+            # A load writes first the objects retaining at least that floor (and their descents).
+            refusal = catalog.still_loading(
+                self.database, tag, "objects", f"suspects below {EARLY_SUSPECT_SHARE:.1%} of the heap read them all"
+            )
+            if refusal is not None:
+                raise refusal
+        percent = max(MIN_DESCENT_PERCENT, round(p.ratio * 100))  # the stored query takes a whole percentage
         rows = self._run("suspects", tag=tag, min_retained=min_retained, ratio=percent, limit=p.limit)
         objects = []
         for r in rows:

@@ -21,8 +21,10 @@ from fastapi.testclient import TestClient
 from heapdb import neo4j_server
 from heapdb.cli import main
 from heapdb.db import Database
-from heapdb.errors import LoadError, NotFound, ReferencesLoading
+from heapdb.errors import LoadError, NotFound, ObjectsLoading, ReferencesLoading
 from heapdb.loader import analysis, formats, store
+from heapdb.loader.store.order import EARLY_SUSPECT_SHARE, write_order
+from heapdb.queries import params
 from heapdb.queries.questions import Questions
 from heapdb.service.app import create_app
 from tests.support.snapshots import LUAU_FIXTURES
@@ -229,48 +231,84 @@ def test_a_neo4j_without_the_plugin_gets_cypher_with_a_notice(
     assert snapshot_row(database, tag)["object_count"] == graph.node_count
 
 
-def test_questions_answer_before_the_references_are_written(database: Database, leak_snapshot: Path, tag: str) -> None:
-    """The snapshot answers once its objects are in; questions that follow references say they wait."""
+def test_questions_answer_before_the_objects_and_references_are_written(
+    database: Database, leak_snapshot: Path, tag: str
+) -> None:
+    """The snapshot answers once the objects the first questions name and the groups are in; a
+    question about an object not written yet, or one reading every object or following references,
+    says it waits; once everything is in, the answers are the same."""
     graph = formats.read_graph(leak_snapshot)
     result = analysis.analyze(graph)
     data = store.LoadInput.from_analysis(graph, result)
+    order = write_order(data, data.top_ranks())
+    early = order.early_mask
     questions = Questions(database)
-    deepest = int(np.argmax(np.where(result.reachable, result.distance, -1)))
+    top_index = int(np.flatnonzero(data.top_ranks()[0] == 1)[0])
+    # The deepest object the load writes after the snapshot starts answering.
+    later = int(np.argmax(np.where(result.reachable & ~early, result.distance, -1)))
+    assert early[top_index] and not early[later]
     seen: dict[str, object] = {}
 
     def mid_load(report: store.LoadReport) -> None:
         snapshot = store.get_snapshot(database, tag)
-        seen["ready"] = (snapshot.status, snapshot.references_ready, report.ready_seconds > 0)
-        refs = database.read(
-            "MATCH (o:Object {sid: $sid})-[r]->() WHERE o.id IS NOT NULL RETURN count(r) AS n", {"sid": snapshot.sid}
-        )
-        seen["references"] = refs[0]["n"]
-        path = questions.why_alive(tag, int(graph.ids[deepest])).paths[0]
-        seen["why"] = path.length
-        seen["dominators"] = len(questions.dominators(tag, int(graph.ids[deepest])).chain)
-        seen["top"] = [o.id for o in questions.top(tag)]
-        with pytest.raises(ReferencesLoading, match="still loading its references"):
-            questions.object(tag, int(graph.ids[deepest]))
-        code, _, err = invoke("query", "retainers", "-p", f"tag={tag}", "-p", f"id={int(graph.ids[deepest])}")
-        seen["cli"] = (code, "still loading its references" in err, "Traceback" in err)
+        seen["ready"] = (snapshot.status, snapshot.objects_ready, snapshot.references_ready, report.ready_seconds > 0)
+        counts = database.read(
+            "MATCH (o:Object {sid: $sid}) WHERE o.id IS NOT NULL "
+            "RETURN count(o) AS objects, sum(COUNT { (o)-[]->() }) AS references",
+            {"sid": snapshot.sid},
+        )[0]
+        seen["written"] = (counts["objects"], counts["references"])
+        seen["why"] = questions.why_alive(tag, int(graph.ids[top_index])).paths[0].length
+        seen["dominators"] = len(questions.dominators(tag, int(graph.ids[top_index])).chain)
+        seen["top"] = questions.top(tag)
+        seen["types"] = questions.types(tag)
+        seen["suspects"] = questions.suspects(tag)
+        for ask in (
+            lambda: questions.why_alive(tag, int(graph.ids[later])),
+            lambda: questions.dominators(tag, int(graph.ids[later])),
+            lambda: questions.object(tag, int(graph.ids[top_index])),
+            lambda: questions.retains(tag, int(graph.ids[top_index])),
+            lambda: questions.find(tag, params.Find(type=graph.type_name(later))),
+            lambda: questions.suspects(tag, params.Suspects(share=EARLY_SUSPECT_SHARE / 2)),
+        ):
+            with pytest.raises(ObjectsLoading, match="still loading its objects"):
+                ask()
+        code, _, err = invoke("query", "retainers", "-p", f"tag={tag}", "-p", f"id={int(graph.ids[later])}")
+        seen["cli"] = (code, "still loading its objects" in err, "Traceback" in err)
         code, out, _ = invoke("snapshots")
         seen["listed"] = [line for line in out.splitlines() if line.startswith(tag)][0]
 
     store.load(database, data, tag, on_ready=mid_load)
-    assert seen["ready"] == ("ready", False, True)
-    assert seen["references"] == 0  # nothing of them yet: the answers came from the objects alone
-    assert seen["why"] == int(result.distance[deepest])
-    chain = [deepest]
+    assert seen["ready"] == ("ready", False, False, True)
+    # Only the early objects were in, and no reference: the answers came from them alone.
+    assert seen["written"] == (int(early.sum()), 0)
+    assert seen["why"] == int(result.distance[top_index])
+    chain = [top_index]
     while result.idom[chain[-1]] >= 0:
         chain.append(int(result.idom[chain[-1]]))
     assert seen["dominators"] == len(chain)
     assert seen["cli"] == (1, True, False)
-    assert "ready, refs 0%" in str(seen["listed"])
+    assert "ready, objects " in str(seen["listed"])
 
     after = store.get_snapshot(database, tag)
-    assert after.references_ready and after.loaded_at and after.pid is None
-    assert seen["top"] == [o.id for o in questions.top(tag)]
-    assert questions.object(tag, int(graph.ids[deepest])).incoming_count > 0
+    assert after.objects_ready and after.references_ready and after.loaded_at and after.pid is None
+    assert after.objects_written == graph.node_count
+    assert seen["top"] == questions.top(tag)
+    assert seen["types"] == questions.types(tag)
+    assert seen["suspects"] == questions.suspects(tag)
+    assert questions.why_alive(tag, int(graph.ids[later])).paths[0].length == int(result.distance[later])
+    assert questions.object(tag, int(graph.ids[later])).incoming_count > 0
+
+    # While only the references are still being written, questions that follow them say so.
+    database.write(
+        "MATCH (s:Snapshot {sid: $sid}) SET s.references_ready = false, s.references_written = 5", {"sid": after.sid}
+    )
+    try:
+        with pytest.raises(ReferencesLoading, match="still loading its references"):
+            questions.object(tag, int(graph.ids[later]))
+        assert len(questions.dominators(tag, int(graph.ids[later])).chain) > 1
+    finally:
+        database.write("MATCH (s:Snapshot {sid: $sid}) SET s.references_ready = true", {"sid": after.sid})
 
 
 def test_existing_tag_needs_replace_and_replace_swaps_it(

@@ -81,7 +81,9 @@ def load(
 
     def ready(report: store.LoadReport) -> None:
         first = read_seconds + analyse_seconds + report.ready_seconds
-        _say(f"{tag!r} answers questions now ({first:.1f} s since the start); writing its references")
+        _say(
+            f"{tag!r} answers questions now ({first:.1f} s since the start); writing its other objects and its references"
+        )
 
     with db.connect() as database:
         report = store.load(
@@ -174,6 +176,9 @@ def _status(snapshot: Snapshot) -> str:
 
     if snapshot.status == "ready" and snapshot.store_version < STORE_VERSION:
         return "outdated"  # stored by an older heapdb: questions refuse it until it is loaded again
+    if snapshot.status == "ready" and not snapshot.objects_ready:
+        written, total = snapshot.objects_written or 0, snapshot.object_count or 0
+        return f"ready, objects {written / total:.0%}" if total else "ready, objects 0%"
     if snapshot.status == "ready" and not snapshot.references_ready:
         written, total = snapshot.references_written or 0, snapshot.reference_count or 0
         return f"ready, refs {written / total:.0%}" if total else "ready, refs 0%"

@@ -56,7 +56,9 @@ def reanalyze(tag: str, rules: str, disabled: tuple[str, ...], batch_size: int, 
         }
 
         def ready(report: store.LoadReport) -> None:
-            _say(f"{tag!r} answers from the reanalysed load now (sid {report.sid}); writing its references")
+            _say(
+                f"{tag!r} answers from the reanalysed load now (sid {report.sid}); writing its other objects and its references"
+            )
 
         report = store.load(
             database,

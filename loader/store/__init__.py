@@ -11,7 +11,9 @@ The data model is described, with example Cypher, in ``docs/data-model.md``. One
 - :mod:`.purge`: the background purger that frees the records of hidden snapshots;
 - :mod:`.bulk`: batches of rows packed as int64 cells, and the calls into heapdb's Neo4j plugin
   (whose Java source is in ``plugin/``);
-- :mod:`.writer`: what a load writes, where its batches go, and :func:`load` itself;
+- :mod:`.order`: the order a load writes objects in, so that a snapshot answers early;
+- :mod:`.rows`: what each object and reference carries, packed as batches;
+- :mod:`.writer`: where the batches go, and :func:`load` itself;
 - :mod:`.readback`: a stored snapshot read back as a graph (:func:`read_back`), for ``heapdb reanalyze``.
 """
 
@@ -19,10 +21,11 @@ from __future__ import annotations
 
 from heapdb.loader.store.lifecycle import delete_objects, drop
 from heapdb.loader.store.readback import StoredGraph, read_back
+from heapdb.loader.store.rows import object_batch
 from heapdb.loader.store.schema import SCHEMA, STORE_VERSION, ensure_schema
 from heapdb.loader.store.snapshots import Snapshot, get_snapshot, list_snapshots
 from heapdb.loader.store.summaries import TOP_RANKS, DroppedReferences, LoadInput, TypeListing, reference_label
-from heapdb.loader.store.writer import DEFAULT_BATCH, WRITERS, LoadReport, load, object_batch
+from heapdb.loader.store.writer import DEFAULT_BATCH, WRITERS, LoadReport, load
 
 __all__ = [
     "DEFAULT_BATCH",

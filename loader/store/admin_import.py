@@ -33,15 +33,10 @@ import numpy as np
 from heapdb import neo4j_server
 from heapdb.errors import RebuildError
 from heapdb.loader.store.bulk import NULL, Batch, Column, Kind
+from heapdb.loader.store.order import write_order
+from heapdb.loader.store.rows import OBJECT_COLUMNS, REFERENCE_COLUMNS, REFERENCE_TYPES, object_batch, reference_batch
 from heapdb.loader.store.summaries import LoadInput
-from heapdb.loader.store.writer import (
-    DEFAULT_BATCH,
-    OBJECT_COLUMNS,
-    REFERENCE_COLUMNS,
-    REFERENCE_TYPES,
-    object_batch,
-    reference_batch,
-)
+from heapdb.loader.store.writer import DEFAULT_BATCH
 
 OBJECT_LABEL = "Object"
 ROOT_LABEL = "Root"
@@ -87,10 +82,11 @@ class ImportFiles:
         g = data.graph
         first = self.next_node
         ranks = ranks or data.top_ranks()
+        order = write_order(data, ranks)  # the early objects carry what suspects reads early on a load
         with _Split(self, f"objects-{sid}") as out:
             for lo in range(0, g.node_count, batch_size):
                 hi = min(g.node_count, lo + batch_size)
-                batch = object_batch(data, ranks, lo, hi)
+                batch = object_batch(data, ranks, order, np.arange(lo, hi, dtype=np.int64))
                 labels = np.full(hi - lo, f'"{OBJECT_LABEL}"', dtype=object)
                 if lo <= g.root < hi:
                     labels[g.root - lo] = f'"{OBJECT_LABEL};{ROOT_LABEL}"'

@@ -22,7 +22,7 @@ from heapdb.db import Database, translate_errors
 
 PLUGIN_SOURCE = Path(__file__).resolve().parent / "plugin"
 # The version of the plugin's procedures and row encoding this loader speaks (BulkWrite.PROTOCOL).
-PROTOCOL = 1
+PROTOCOL = 2
 NULL = np.iinfo(np.int64).min  # a cell with no value (BulkWrite.NULL)
 
 
@@ -118,10 +118,20 @@ def plugin_protocol(database: Database) -> int | None:
     return int(record["protocol"])
 
 
-CREATE_NODES = "CALL heapdb.createNodes($label, $fixed, $keys, $kinds, $rows, $strings) YIELD ids RETURN ids"
-CREATE_RELATIONSHIPS = (
-    "CALL heapdb.createRelationships($types, $keys, $kinds, $rows, $strings) YIELD count RETURN count"
+CREATE_NODES = (
+    "CALL heapdb.createNodes($label, $fixed, $keys, $kinds, $rows, $strings, $string_ends) YIELD ids RETURN ids"
 )
+CREATE_RELATIONSHIPS = (
+    "CALL heapdb.createRelationships($types, $keys, $kinds, $rows, $strings, $string_ends) YIELD count RETURN count"
+)
+
+
+def _string_table(strings: Sequence[str]) -> dict[str, bytes]:
+    """A batch's strings as the plugin takes them: their UTF-8 bytes end to end, and where each ends
+    (int64 little-endian), rather than a list Neo4j would check item by item."""
+    encoded = [text.encode("utf-8") for text in strings]
+    ends = np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)), dtype=np.int64)
+    return {"strings": b"".join(encoded), "string_ends": ends.astype("<i8", copy=False).tobytes()}
 
 
 def create_nodes(
@@ -134,7 +144,7 @@ def create_nodes(
         "keys": [c.key for c in columns],
         "kinds": [int(c.kind) for c in columns],
         "rows": batch.cells.astype("<i8", copy=False).tobytes(),
-        "strings": batch.strings,
+        **_string_table(batch.strings),
     }
 
     def work(tx: neo4j.ManagedTransaction) -> bytes:
@@ -153,7 +163,7 @@ def create_relationships(database: Database, types: Sequence[str], columns: Sequ
         "keys": [c.key for c in columns],
         "kinds": [int(c.kind) for c in columns],
         "rows": batch.cells.astype("<i8", copy=False).tobytes(),
-        "strings": batch.strings,
+        **_string_table(batch.strings),
     }
     with translate_errors(database.connection), database.session() as session:
         session.execute_write(lambda tx: tx.run(CREATE_RELATIONSHIPS, parameters).consume())

@@ -20,9 +20,9 @@ BUILD_META = ("build", "commit", "branch", "scenario", "platform")
 class Snapshot:
     """One load of a snapshot file, as its ``:Snapshot`` node records it.
 
-    ``status`` is ``loading`` until the objects and groups are written, then ``ready`` (``dropping``
-    while its records are freed); a ready snapshot still loading its references says
-    ``references_ready = False``. A load that ended without finishing is ``failed``, with the reason
+    ``status`` is ``loading`` until the first objects and the groups are written, then ``ready``
+    (``dropping`` while its records are freed); a ready snapshot still writing its other objects
+    says ``objects_ready = False``, and one still writing its references ``references_ready = False``. A load that ended without finishing is ``failed``, with the reason
     in ``failure`` and ``purged`` once its records are freed (see :mod:`.lifecycle`). A pruned snapshot
     stays ``ready`` with ``summary = True`` (see :mod:`.prune`). Properties a node lacks (an unfinished load has no ``loaded_at``, a
     finished one no ``pid``) are None; ``meta`` is the stored JSON text decoded.
@@ -46,6 +46,9 @@ class Snapshot:
     ready_seconds: float | None = None  # from the first write to ready_at
     loaded_at: str | None = None  # when its references were all written too
     load_seconds: float | None = None
+    # False while the load still writes objects other than the first ones (see loader/store/order.py).
+    objects_ready: bool = True
+    objects_written: int | None = None  # how many so far, while they are written
     references_ready: bool = True  # false while the load still writes :REF and :WEAK_REF
     references_written: int | None = None  # how many so far, while they are written
     pid: int | None = None

@@ -230,6 +230,11 @@ class LoadInput:
         order = np.lexsort((holders, targets))  # by target id, then holder id
         return DroppedReferences(holders=holders[order], targets=targets[order])
 
+    @property
+    def reachable_size(self) -> int:
+        """The summed self sizes of the objects the root reaches: the 100% of shares of the heap."""
+        return int(self.graph.self_size[self.reachable].sum())
+
     @cached_property
     def tree_ids(self) -> TreeIds:
         """Each object's immediate dominator and first-path holder, as object ids."""
@@ -237,12 +242,26 @@ class LoadInput:
         dom = np.full(g.node_count, NO_OBJECT, dtype=np.int64)
         dominated = self.idom >= 0
         dom[dominated] = g.ids[self.idom[dominated]]
+        holders = self.first_path_holders()
+        reached = holders >= 0
+        via = np.full(g.node_count, NO_OBJECT, dtype=np.int64)
+        via[reached] = g.ids[holders[reached]]
+        return TreeIds(dom=dom, via=via)
+
+    def first_path_holders(self) -> np.ndarray:
+        """int64[n]: the index of the object each object's first path arrives from (-1: none)."""
+        g = self.graph
         edges = self.paths.parent_edge
         reached = np.flatnonzero(edges >= 0)
-        via = np.full(g.node_count, NO_OBJECT, dtype=np.int64)
-        holders = np.searchsorted(g.edge_start, edges[reached], side="right") - 1
-        via[reached] = g.ids[holders]
-        return TreeIds(dom=dom, via=via)
+        holders = np.full(g.node_count, -1, dtype=np.int64)
+        holders[reached] = np.searchsorted(g.edge_start, edges[reached], side="right") - 1
+        return holders
+
+    def path_sample_indexes(self) -> np.ndarray:
+        """The members each path group names as its ``samples`` (see :meth:`path_groups`), as
+        object indexes, grouped by signature, largest retained first within a group."""
+        ranked, place = _first_in_groups(self._largest_first(), self.paths.signature, PATH_SAMPLES)
+        return ranked[place < PATH_SAMPLES]
 
     def path_groups(self) -> list[list[Any]]:
         """One row per distinct first-path signature: [sig, path text, hops, *group figures, samples, held].
@@ -253,8 +272,7 @@ class LoadInput:
         """
         g = self.graph
         signature = self.paths.signature
-        ranked, place = _first_in_groups(self._largest_first(), signature, PATH_SAMPLES)
-        kept = ranked[place < PATH_SAMPLES]
+        kept = self.path_sample_indexes()
         bounds = np.flatnonzero(np.r_[True, signature[kept][1:] != signature[kept][:-1]])
         samples = dict(zip(signature[kept][bounds].tolist(), np.split(g.ids[kept], bounds[1:])))
         rows = []

@@ -6,12 +6,10 @@ first retainer path arrives from (``via``), ``:PathGroup`` and ``:TypeGroup`` to
 label on the snapshot's root, then ``:REF`` relationships for the references that retain and
 ``:WEAK_REF`` for those that do not. Rows are packed in batches (:mod:`.bulk`) and sent, several
 transactions at a time, to heapdb's Neo4j plugin, or as UNWIND statements to a Neo4j without it
-(:data:`WRITERS`). The snapshot answers once the objects and groups are written, while the references still
-stream in (see :func:`load`); until then it is invisible (see :mod:`.lifecycle`).
-
-Why this module is long: it holds the stored columns of an object (one per property, the rules'
-views included) beside the write loop that sends them, so that adding a property is one edit here
-and one line in docs/data-model.md; splitting the columns out is the next step if it grows again.
+(:data:`WRITERS`). The snapshot answers once the objects the first questions name and the groups are written, while
+the other objects and the references still stream in (see :func:`load` and :mod:`.order`); until
+then it is invisible (see :mod:`.lifecycle`). What each object and reference carries is in
+:mod:`.rows`.
 """
 
 from __future__ import annotations
@@ -34,13 +32,13 @@ import numpy as np
 from heapdb import progress
 from heapdb.db import Database, translate_errors
 from heapdb.errors import LoadError
-from heapdb.loader.graph import HeapGraph
 from heapdb.loader.store import bulk
-from heapdb.loader.store.bulk import NULL, Batch, Column, Kind, Strings, pack
+from heapdb.loader.store.bulk import Batch
 from heapdb.loader.store.lifecycle import HEARTBEAT_SECONDS, claim, hide, start_purge
+from heapdb.loader.store.order import WriteOrder, write_order
+from heapdb.loader.store.rows import OBJECT_COLUMNS, REFERENCE_COLUMNS, REFERENCE_TYPES, object_batch, reference_batch
 from heapdb.loader.store.schema import STORE_VERSION, ensure_schema
-from heapdb.loader.store.summaries import DroppedReferences, LoadInput, TypeListing, reference_label
-from heapdb.units import shorten
+from heapdb.loader.store.summaries import DroppedReferences, LoadInput, TypeListing
 
 DEFAULT_BATCH = 20_000  # rows per write transaction
 
@@ -62,160 +60,9 @@ class LoadReport:
         return sum(self.seconds.values())
 
 
-# --- rows -------------------------------------------------------------------------------------
-
-# An :Object's properties, in the order of a batch's columns (docs/data-model.md says what each
-# means). The writer sends no cell for NULL, so a property that does not apply is not stored at all.
-OBJECT_COLUMNS = (
-    Column("id", Kind.INTEGER),
-    Column("type", Kind.TEXT),
-    Column("name", Kind.TEXT),
-    Column("kind", Kind.TEXT),
-    Column("self_size", Kind.INTEGER),
-    Column("retained_size", Kind.INTEGER),
-    Column("retained_count", Kind.INTEGER),
-    Column("distance", Kind.INTEGER),
-    Column("reachable", Kind.BOOLEAN),
-    Column("detached", Kind.BOOLEAN),  # only ever true: set on detached DOM objects alone
-    Column("path_sig", Kind.INTEGER),
-    Column("rank", Kind.INTEGER),
-    Column("type_rank", Kind.INTEGER),
-    Column("dom", Kind.INTEGER),
-    Column("via", Kind.INTEGER),
-    Column("via_kind", Kind.TEXT),
-    Column("via_name", Kind.TEXT),
-    Column("bucket", Kind.TEXT),  # a load under rules: the object's bucket, where a bucket rule selects it
-    # A load under internal rules: true on the objects answers look through, and where an object's
-    # dominator is one of them, the id of its nearest dominator that is not (docs/rules.md).
-    Column("through", Kind.BOOLEAN),
-    Column("holder", Kind.INTEGER),
-    # A load under known_leak and verdict rules: the reason of the known leak the object is part of,
-    # and the verdict note on it, where a rule gives one.
-    Column("known_leak", Kind.TEXT),
-    Column("verdict", Kind.TEXT),
-    # Where the object comes from, where the snapshot records it (docs/data-model.md, "Source
-    # locations"): its script position ``file:line:column`` and its allocation stack as text.
-    Column("location", Kind.TEXT),
-    Column("allocated_at", Kind.TEXT),
-)
-# A reference's properties; its relationship type is REFERENCE_TYPES[0] when it retains, else [1].
-REFERENCE_COLUMNS = (Column("kind", Kind.TEXT), Column("name", Kind.TEXT))
-REFERENCE_TYPES = ("REF", "WEAK_REF")
-
-
 def _chunks(total: int, size: int) -> Iterator[tuple[int, int]]:
     for start in range(0, total, size):
         yield start, min(total, start + size)
-
-
-def _null_where(values: np.ndarray, missing: np.ndarray) -> np.ndarray:
-    return np.where(missing, NULL, values)
-
-
-def _reference_labels(strings: Strings, g: HeapGraph, kinds: np.ndarray, names: np.ndarray) -> list[np.ndarray]:
-    """Columns of the stored kind and name (see :func:`reference_label`) of references given by
-    their edge kinds and names; each distinct pair is labelled once."""
-    if len(kinds) == 0:
-        return [np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)]
-    pairs, inverse = np.unique(np.stack([kinds.astype(np.int64), names.astype(np.int64)]), axis=1, return_inverse=True)
-    labels = [reference_label(g, k, n) for k, n in zip(pairs[0].tolist(), pairs[1].tolist())]
-    inverse = inverse.reshape(-1)
-    return [strings.add([label[0] for label in labels])[inverse], strings.add([label[1] for label in labels])[inverse]]
-
-
-def object_batch(data: LoadInput, ranks: tuple[np.ndarray, np.ndarray], lo: int, hi: int) -> Batch:
-    """Objects ``lo`` to ``hi`` as a batch of :data:`OBJECT_COLUMNS`."""
-    g = data.graph
-    strings = Strings()
-    holders = data.tree_ids
-    distance = data.distance[lo:hi]
-    detached = g.detachedness
-    edges = data.paths.parent_edge[lo:hi]
-    arrived = edges >= 0
-    via_labels = [np.full(hi - lo, NULL, dtype=np.int64) for _ in range(2)]
-    for column, values in zip(
-        via_labels, _reference_labels(strings, g, g.edge_kind[edges[arrived]], g.edge_name[edges[arrived]])
-    ):
-        column[arrived] = values
-    signature, rank, type_rank = data.paths.signature[lo:hi], ranks[0][lo:hi], ranks[1][lo:hi]
-    columns = [
-        g.ids[lo:hi],
-        strings.codes(g.type[lo:hi], g.strings.__getitem__),
-        strings.codes(g.name[lo:hi], lambda s: shorten(g.strings[s])),
-        strings.codes(g.kind[lo:hi], g.node_kinds.__getitem__),
-        g.self_size[lo:hi],
-        data.retained_size[lo:hi],
-        data.retained_count[lo:hi],
-        _null_where(distance, distance < 0),
-        data.reachable[lo:hi],
-        (np.where(detached[lo:hi] == 2, 1, NULL) if detached is not None else np.full(hi - lo, NULL)),
-        _null_where(signature, signature == 0),
-        _null_where(rank, rank == 0),
-        _null_where(type_rank, type_rank == 0),
-        holders.dom[lo:hi],  # NO_OBJECT is NULL: no property
-        holders.via[lo:hi],
-        *via_labels,
-        _bucket_column(strings, data, lo, hi),
-        *_look_through_columns(data, lo, hi),
-        _note_column(strings, data, data.known_leak, lo, hi),
-        _note_column(strings, data, data.verdict, lo, hi),
-        *_source_columns(strings, g, lo, hi),
-    ]
-    return pack(columns, strings)
-
-
-def _source_columns(strings: Strings, g: HeapGraph, lo: int, hi: int) -> list[np.ndarray]:
-    """Objects ``lo`` to ``hi``'s ``location`` and ``allocated_at``, NULL (no property) where none."""
-    columns = [np.full(hi - lo, NULL, dtype=np.int64) for _ in range(2)]
-    for column, sources in zip(columns, (g.locations, g.allocations)):
-        if sources is not None:
-            offsets, texts = sources.texts(g.strings, lo, hi)
-            if texts:
-                column[offsets] = strings.add(texts)
-    return columns
-
-
-def _note_column(strings: Strings, data: LoadInput, labels: np.ndarray | None, lo: int, hi: int) -> np.ndarray:
-    """Objects ``lo`` to ``hi``'s notes (``labels`` index ``data.notes``), NULL (no property) where none."""
-    column = np.full(hi - lo, NULL, dtype=np.int64)
-    if labels is not None:
-        part = labels[lo:hi]
-        has = part >= 0
-        column[has] = strings.codes(part[has], data.notes.__getitem__)
-    return column
-
-
-def _look_through_columns(data: LoadInput, lo: int, hi: int) -> list[np.ndarray]:
-    """Objects ``lo`` to ``hi``'s ``through`` (only ever true) and ``holder`` (only where it is not
-    the dominator), NULL (no property) elsewhere."""
-    if data.look_through is None:
-        return [np.full(hi - lo, NULL, dtype=np.int64) for _ in range(2)]
-    through = data.look_through.through[lo:hi]
-    holder = data.look_through.holder[lo:hi]
-    differs = (holder >= 0) & (holder != data.idom[lo:hi])
-    holder_ids = np.full(hi - lo, NULL, dtype=np.int64)
-    holder_ids[differs] = data.graph.ids[holder[differs]]
-    return [np.where(through, 1, NULL), holder_ids]
-
-
-def _bucket_column(strings: Strings, data: LoadInput, lo: int, hi: int) -> np.ndarray:
-    """Objects ``lo`` to ``hi``'s bucket names, NULL (no property) where there is none."""
-    column = np.full(hi - lo, NULL, dtype=np.int64)
-    if data.bucket is not None:
-        bucket = data.bucket[lo:hi]
-        has = bucket >= 0
-        column[has] = strings.codes(bucket[has], data.bucket_names.__getitem__)
-    return column
-
-
-def reference_batch(data: LoadInput, sources: np.ndarray, ends: np.ndarray, lo: int, hi: int) -> Batch:
-    """References ``lo`` to ``hi`` as a batch: their two ends as ``ends`` names objects, the index of
-    their type in :data:`REFERENCE_TYPES`, then :data:`REFERENCE_COLUMNS`."""
-    g = data.graph
-    strings = Strings()
-    labels = _reference_labels(strings, g, g.edge_kind[lo:hi], g.edge_name[lo:hi])
-    kind = np.where(data.retaining[lo:hi], 0, 1)
-    return pack([ends[sources[lo:hi]], ends[g.edge_to[lo:hi]], kind, *labels], strings, lead=3)
 
 
 CREATE_OBJECTS = (
@@ -240,10 +87,14 @@ UNWIND $rows AS r
 CREATE (:TypeGroup {sid: $sid, type: r[0], objects: r[1], self_size: r[2], retained_size: r[3], max_retained_size: r[4]})
 """
 
-SET_TYPE_LISTING = """
-MATCH (t:TypeGroup {sid: $sid, type: $type})
-SET t.listing_ids = $listing_ids, t.listing_names = $listing_names, t.listing_name_ends = $listing_name_ends
+SET_TYPE_LISTINGS = """
+UNWIND $rows AS r
+MATCH (t:TypeGroup {sid: $sid, type: r.type})
+SET t.listing_ids = r.listing_ids, t.listing_names = r.listing_names, t.listing_name_ends = r.listing_name_ends
 """
+# Type listings go in transactions of about this many bytes (a listing holds about 20 bytes per
+# object of its type): a few transactions for millions of objects, rather than one per type.
+LISTING_BATCH_BYTES = 4_000_000
 
 
 # --- where the rows go ----------------------------------------------------------------------------
@@ -261,8 +112,8 @@ class _PluginSink:
         self.database, self.sid = database, sid
         self.ends = np.full(objects, -1, dtype=np.int64)
 
-    def objects(self, batch: Batch, lo: int, hi: int) -> None:
-        self.ends[lo:hi] = bulk.create_nodes(self.database, "Object", {"sid": self.sid}, OBJECT_COLUMNS, batch)
+    def objects(self, batch: Batch, index: np.ndarray) -> None:
+        self.ends[index] = bulk.create_nodes(self.database, "Object", {"sid": self.sid}, OBJECT_COLUMNS, batch)
 
     def references(self, batch: Batch) -> None:
         bulk.create_relationships(self.database, REFERENCE_TYPES, REFERENCE_COLUMNS, batch)
@@ -277,7 +128,7 @@ class _CypherSink:
         self.database, self.sid = database, sid
         self.ends = ids
 
-    def objects(self, batch: Batch, lo: int, hi: int) -> None:
+    def objects(self, batch: Batch, index: np.ndarray) -> None:
         rows = batch.rows(OBJECT_COLUMNS)
         with translate_errors(self.database.connection), self.database.session() as session:
             session.execute_write(lambda tx: tx.run(CREATE_OBJECTS, rows=rows, sid=self.sid).consume())
@@ -354,12 +205,15 @@ def load(
     on_ready: Callable[[LoadReport], None] = lambda _r: None,
     analysed_with: dict[str, Any] | None = None,
 ) -> LoadReport:
-    """Write an analysed graph into Neo4j under ``tag``, in two steps.
+    """Write an analysed graph into Neo4j under ``tag``, in three steps.
 
-    First the objects (each carrying its immediate dominator and first-path holder) and the group
-    totals; then the snapshot becomes ``ready`` with ``references_ready: false``, ``on_ready`` is
-    called, and every question that needs no references answers. Then the references, after which
-    ``references_ready`` turns true. A load that fails or is interrupted at any point ends invisible.
+    First the objects the first questions name, closed under first-path holders and dominators
+    (:mod:`.order`; each object carries its immediate dominator and first-path holder), and the
+    group totals; then the snapshot becomes ``ready`` with ``objects_ready: false``, ``on_ready`` is
+    called, and the questions those objects answer do (docs/data-model.md, "When a snapshot
+    answers"). Then the other objects, nearest to the root first, after which ``objects_ready``
+    turns true; then the references, after which ``references_ready`` does. A load that fails or is
+    interrupted at any point ends invisible.
     ``writer`` is one of :data:`WRITERS`. ``analysed_with``: extra ``:Snapshot`` properties that
     say what the analysis ran with (a load under rules: ``rules``, ``rules_digest``...).
     """
@@ -369,6 +223,8 @@ def load(
     properties = {
         **snapshot_properties(data, source=source, meta=meta, analysed_with=analysed_with),
         "started_at": _now(),
+        "objects_ready": False,
+        "objects_written": 0,
         "references_ready": False,
         "references_written": 0,
         "pid": os.getpid(),
@@ -384,14 +240,17 @@ def load(
         say(f"the leftovers of an earlier, unfinished load of {tag!r} are freed in the background")
         hide(database, leftovers)
         start_purge(database)
+    ranks = data.top_ranks()
     with _Heartbeat(database, sid) as heartbeat:
+        steps = _Steps(database, data, sink, report, batch_size, workers, heartbeat, ranks, write_order(data, ranks))
         try:
-            _write_objects_and_groups(database, data, sink, report, batch_size, workers)
+            steps.first_objects_and_groups()
             _switch(database, sid, replaced, report)
             if replaced:
                 start_purge(database)
             on_ready(report)
-            _write_references(data, sink, report, batch_size, workers, heartbeat)
+            steps.other_objects()
+            steps.references()
         except BaseException as error:
             # Whatever went wrong (a lost connection, Ctrl-C), the snapshot must not stay visible or
             # look like a load in progress: it is listed as failed, with the error as the reason. If
@@ -427,7 +286,7 @@ def snapshot_properties(
         "object_count": g.node_count,
         "reference_count": g.edge_count,
         "total_size": int(g.self_size.sum()),
-        "reachable_size": int(g.self_size[data.reachable].sum()),
+        "reachable_size": data.reachable_size,
         "unreachable_count": int(g.node_count - np.count_nonzero(data.reachable)),
         "root_id": int(g.ids[g.root]),
         "meta": json.dumps({**{k: v for k, v in g.meta.items() if _jsonable(v)}, **(meta or {})}, sort_keys=True),
@@ -441,41 +300,78 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def _write_objects_and_groups(
-    database: Database,
-    data: LoadInput,
-    sink: _PluginSink | _CypherSink,
-    report: LoadReport,
-    batch_size: int,
-    workers: int,
-) -> None:
-    g = data.graph
-    sid = sink.sid
-    started = time.monotonic()
-    ranks = data.top_ranks()
+@dataclass
+class _Steps:
+    """One load's writes after the claim, in the order :func:`load` makes them."""
 
-    def send_objects(span: tuple[int, int]) -> int:
-        lo, hi = span
-        sink.objects(object_batch(data, ranks, lo, hi), lo, hi)
-        return hi - lo
+    database: Database
+    data: LoadInput
+    sink: _PluginSink | _CypherSink
+    report: LoadReport
+    batch_size: int
+    workers: int
+    heartbeat: _Heartbeat
+    ranks: tuple[np.ndarray, np.ndarray]
+    order: WriteOrder
 
-    with progress.bar("write objects", total=g.node_count, unit="obj") as bar:
-        _run_batches(send_objects, _chunks(g.node_count, batch_size), bar, workers)
-    database.write("MATCH (o:Object {sid: $sid, id: $id}) SET o:Root", {"sid": sid, "id": int(g.ids[g.root])})
-    report.seconds["objects"] = time.monotonic() - started
+    def first_objects_and_groups(self) -> None:
+        """What the snapshot needs before it answers: the early objects (see :mod:`.order`), the
+        ``:Root`` label and the groups."""
+        data, order = self.data, self.order
+        started = time.monotonic()
+        self._objects("write first objects", order.order[: order.early])
+        root = int(data.graph.ids[data.graph.root])
+        self.database.write("MATCH (o:Object {sid: $sid, id: $id}) SET o:Root", {"sid": self.sink.sid, "id": root})
+        self.report.seconds["first objects"] = time.monotonic() - started
+        started = time.monotonic()
+        write_groups(
+            self.database,
+            self.sink.sid,
+            data.path_groups(),
+            data.type_groups(),
+            data.type_listings(),
+            self.batch_size,
+            self.workers,
+            dropped=data.dropped_references(),
+        )
+        self.report.seconds["groups"] = time.monotonic() - started
 
-    started = time.monotonic()
-    write_groups(
-        database,
-        sid,
-        data.path_groups(),
-        data.type_groups(),
-        data.type_listings(),
-        batch_size,
-        workers,
-        dropped=data.dropped_references(),
-    )
-    report.seconds["groups"] = time.monotonic() - started
+    def other_objects(self) -> None:
+        """The objects after the early ones, nearest to the root first; then ``objects_ready`` turns true."""
+        started = time.monotonic()
+        self._objects("write objects", self.order.order[self.order.early :])
+        self.database.write(
+            "MATCH (n:Snapshot {sid: $sid}) SET n.objects_ready = true, n.objects_written = n.object_count",
+            {"sid": self.sink.sid},
+        )
+        self.report.seconds["objects"] = time.monotonic() - started
+
+    def references(self) -> None:
+        g, data, sink = self.data.graph, self.data, self.sink
+        started = time.monotonic()
+        sources = g.edge_sources()
+
+        def send(span: tuple[int, int]) -> int:
+            lo, hi = span
+            sink.references(reference_batch(data, sources, sink.ends, lo, hi))
+            return hi - lo
+
+        with progress.bar("write references", total=g.edge_count, unit="ref") as bar:
+            counting = _Counting(bar, self.heartbeat, "references_written")
+            _run_batches(send, _chunks(g.edge_count, self.batch_size), counting, self.workers)
+        self.report.seconds["references"] = time.monotonic() - started
+
+    def _objects(self, title: str, objects: np.ndarray) -> None:
+        """Write ``objects`` (object indexes, a stretch of the order) in batches of ascending indexes."""
+
+        def send(span: tuple[int, int]) -> int:
+            index = np.sort(objects[span[0] : span[1]])
+            self.sink.objects(object_batch(self.data, self.ranks, self.order, index), index)
+            return index.shape[0]
+
+        with progress.bar(title, total=objects.shape[0], unit="obj") as bar:
+            counting = _Counting(bar, self.heartbeat, "objects_written")
+            _run_batches(send, _chunks(objects.shape[0], self.batch_size), counting, self.workers)
 
 
 def write_groups(
@@ -507,14 +403,26 @@ def write_groups(
         with progress.bar(f"write {label}", total=len(groups), unit="group") as bar:
             _run_batches(send_groups, (groups[lo:hi] for lo, hi in _chunks(len(groups), batch_size)), bar, workers)
 
-    def send_listing(item: tuple[str, TypeListing]) -> int:
-        type_name, listing = item
-        # One transaction per type: a listing holds about 20 bytes per object of the type.
-        database.write(SET_TYPE_LISTING, {"sid": sid, "type": type_name, **listing.properties()})
-        return 1
+    def send_listings(rows: list[dict[str, Any]]) -> int:
+        database.write(SET_TYPE_LISTINGS, {"sid": sid, "rows": rows})
+        return len(rows)
 
     with progress.bar("write type listings", total=len(type_groups), unit="type") as bar:
-        _run_batches(send_listing, type_listings, bar, workers)
+        _run_batches(send_listings, _listing_batches(type_listings, batch_size), bar, workers)
+
+
+def _listing_batches(listings: Iterator[tuple[str, TypeListing]], most: int) -> Iterator[list[dict[str, Any]]]:
+    """The listings as rows of SET_TYPE_LISTINGS, about LISTING_BATCH_BYTES (and at most ``most`` types) a batch."""
+    rows: list[dict[str, Any]] = []
+    size = 0
+    for type_name, listing in listings:
+        rows.append({"type": type_name, **listing.properties()})
+        size += listing.nbytes
+        if size >= LISTING_BATCH_BYTES or len(rows) >= most:
+            yield rows
+            rows, size = [], 0
+    if rows:
+        yield rows
 
 
 def _switch(database: Database, sid: int, replaced: list[int], report: LoadReport) -> None:
@@ -528,28 +436,6 @@ def _switch(database: Database, sid: int, replaced: list[int], report: LoadRepor
     )
 
 
-def _write_references(
-    data: LoadInput,
-    sink: _PluginSink | _CypherSink,
-    report: LoadReport,
-    batch_size: int,
-    workers: int,
-    heartbeat: _Heartbeat,
-) -> None:
-    g = data.graph
-    started = time.monotonic()
-    sources = g.edge_sources()
-
-    def send(span: tuple[int, int]) -> int:
-        lo, hi = span
-        sink.references(reference_batch(data, sources, sink.ends, lo, hi))
-        return hi - lo
-
-    with progress.bar("write references", total=g.edge_count, unit="ref") as bar:
-        _run_batches(send, _chunks(g.edge_count, batch_size), _Counting(bar, heartbeat), workers)
-    report.seconds["references"] = time.monotonic() - started
-
-
 class _Heartbeat:
     """Tells other heapdb processes, every HEARTBEAT_SECONDS, that this load is alive and how far it got.
 
@@ -558,7 +444,8 @@ class _Heartbeat:
 
     def __init__(self, database: Database, sid: int) -> None:
         self.database, self.sid = database, sid
-        self.written = 0  # references written so far, shown by `heapdb snapshots`
+        # Objects and references written so far, shown by `heapdb snapshots` while a load runs.
+        self.written = {"objects_written": 0, "references_written": 0}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="heapdb-heartbeat", daemon=True)
 
@@ -574,21 +461,22 @@ class _Heartbeat:
         while not self._stop.wait(HEARTBEAT_SECONDS):
             with contextlib.suppress(Exception):  # a missed beat is harmless; the load reports real failures
                 self.database.write(
-                    "MATCH (n:Snapshot {sid: $sid}) SET n.heartbeat = $now, n.references_written = $written",
-                    {"sid": self.sid, "now": _now(), "written": self.written},
+                    "MATCH (n:Snapshot {sid: $sid}) SET n += $written, n.heartbeat = $now",
+                    {"sid": self.sid, "now": _now(), "written": dict(self.written)},
                 )
 
 
 @dataclass
 class _Counting:
-    """A progress bar that also keeps the heartbeat's count of written references."""
+    """A progress bar that also keeps one of the heartbeat's counts (``key``)."""
 
     bar: Any
     heartbeat: _Heartbeat
+    key: str
 
     def update(self, n: int) -> None:
         self.bar.update(n)
-        self.heartbeat.written += n
+        self.heartbeat.written[self.key] += n
 
 
 def _jsonable(value: Any) -> bool:

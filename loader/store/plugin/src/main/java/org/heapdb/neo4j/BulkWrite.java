@@ -3,6 +3,7 @@ package org.heapdb.neo4j;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.LongBuffer;
+import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
@@ -22,7 +23,8 @@ import org.neo4j.procedure.UserFunction;
  * Bulk writes for heapdb's loader (loader/store/bulk.py holds the other side of this protocol).
  *
  * <p>A batch arrives as one byte array of little-endian int64 rows, one column per property, plus a
- * table of the batch's distinct strings; writing it here, through the embedded API in the calling
+ * table of the batch's distinct strings (their UTF-8 bytes end to end, and where each ends: a list
+ * of Cypher strings would be checked one by one on the way in, a tenth of the write); writing it here, through the embedded API in the calling
  * transaction, skips what a Cypher UNWIND pays per row (planning the map, evaluating each
  * expression, an index seek per relationship end). Relationships name their ends by the internal
  * node ids {@link #createNodes} returned, which are stable while the nodes exist: the loader keeps
@@ -30,7 +32,7 @@ import org.neo4j.procedure.UserFunction;
  */
 public class BulkWrite {
     /** Bumped whenever a signature or the row encoding changes; the loader checks it first. */
-    public static final long PROTOCOL = 1;
+    public static final long PROTOCOL = 2;
 
     /** A cell with no value: the property is not set. */
     public static final long NULL = Long.MIN_VALUE;
@@ -71,8 +73,9 @@ public class BulkWrite {
             @Name("keys") List<String> keys,
             @Name("kinds") List<Long> kinds,
             @Name("rows") byte[] rows,
-            @Name("strings") List<String> strings) {
-        Columns columns = new Columns(keys, kinds, rows, strings, 0);
+            @Name("strings") byte[] strings,
+            @Name("stringEnds") byte[] stringEnds) {
+        Columns columns = new Columns(keys, kinds, rows, strings, stringEnds, 0);
         Label nodeLabel = Label.label(label);
         ByteBuffer out = ByteBuffer.allocate(columns.rows * Long.BYTES).order(ByteOrder.LITTLE_ENDIAN);
         for (int row = 0; row < columns.rows; row++) {
@@ -95,8 +98,9 @@ public class BulkWrite {
             @Name("keys") List<String> keys,
             @Name("kinds") List<Long> kinds,
             @Name("rows") byte[] rows,
-            @Name("strings") List<String> strings) {
-        Columns columns = new Columns(keys, kinds, rows, strings, 3);
+            @Name("strings") byte[] strings,
+            @Name("stringEnds") byte[] stringEnds) {
+        Columns columns = new Columns(keys, kinds, rows, strings, stringEnds, 3);
         RelationshipType[] relationshipTypes = new RelationshipType[types.size()];
         for (int i = 0; i < relationshipTypes.length; i++) {
             relationshipTypes[i] = RelationshipType.withName(types.get(i));
@@ -118,12 +122,12 @@ public class BulkWrite {
         final String[] keys;
         final int[] kinds;
         final LongBuffer cells;
-        final List<String> strings;
+        final String[] strings;
         final int lead;
         final int width;
         final int rows;
 
-        Columns(List<String> keys, List<Long> kinds, byte[] rows, List<String> strings, int lead) {
+        Columns(List<String> keys, List<Long> kinds, byte[] rows, byte[] strings, byte[] stringEnds, int lead) {
             if (keys.size() != kinds.size()) {
                 throw new IllegalArgumentException(keys.size() + " keys but " + kinds.size() + " kinds");
             }
@@ -136,7 +140,7 @@ public class BulkWrite {
                 }
                 this.kinds[i] = (int) kind;
             }
-            this.strings = strings;
+            this.strings = decode(strings, stringEnds);
             this.lead = lead;
             this.width = lead + this.keys.length;
             int bytesPerRow = width * Long.BYTES;
@@ -145,6 +149,25 @@ public class BulkWrite {
             }
             this.rows = rows.length / bytesPerRow;
             this.cells = ByteBuffer.wrap(rows).order(ByteOrder.LITTLE_ENDIAN).asLongBuffer();
+        }
+
+        /** The strings whose UTF-8 bytes lie end to end in {@code bytes}, string i ending at int64 {@code ends[i]}. */
+        static String[] decode(byte[] bytes, byte[] ends) {
+            if (ends.length % Long.BYTES != 0) {
+                throw new IllegalArgumentException(ends.length + " bytes of string ends are not whole int64 cells");
+            }
+            LongBuffer at = ByteBuffer.wrap(ends).order(ByteOrder.LITTLE_ENDIAN).asLongBuffer();
+            String[] out = new String[at.remaining()];
+            int start = 0;
+            for (int i = 0; i < out.length; i++) {
+                long end = at.get(i);
+                if (end < start || end > bytes.length) {
+                    throw new IllegalArgumentException("string " + i + " ends at " + end + ", outside " + start + ".." + bytes.length);
+                }
+                out[i] = new String(bytes, start, (int) end - start, StandardCharsets.UTF_8);
+                start = (int) end;
+            }
+            return out;
         }
 
         long lead(int row, int column) {
@@ -161,10 +184,10 @@ public class BulkWrite {
                 switch (kinds[column]) {
                     case INTEGER -> entity.setProperty(keys[column], value);
                     case TEXT -> {
-                        if (value < 0 || value >= strings.size()) {
-                            throw new IllegalArgumentException("row " + row + ", column " + keys[column] + ": string " + value + " is not in the " + strings.size() + " strings given");
+                        if (value < 0 || value >= strings.length) {
+                            throw new IllegalArgumentException("row " + row + ", column " + keys[column] + ": string " + value + " is not in the " + strings.length + " strings given");
                         }
-                        entity.setProperty(keys[column], strings.get((int) value));
+                        entity.setProperty(keys[column], strings[(int) value]);
                     }
                     default -> entity.setProperty(keys[column], value != 0);
                 }

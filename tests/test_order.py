@@ -1,0 +1,64 @@
+"""The order a load writes objects in (loader/store/order.py), checked against brute force on a real
+V8 snapshot: the first objects are those the first answers name, closed under first-path holders and
+dominators, and the figures suspects reads on them are the dominator tree's."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from heapdb.loader import analysis, formats
+from heapdb.loader.store import LoadInput
+from heapdb.loader.store.order import MIN_DESCENT_PERCENT, early_suspect_floor, write_order
+
+
+def test_the_first_objects_are_those_early_answers_name_closed_under_both_trees(leak_snapshot: Path) -> None:
+    g = formats.read_graph(leak_snapshot)
+    result = analysis.analyze(g)
+    data = LoadInput.from_analysis(g, result)
+    ranks = data.top_ranks()
+    order = write_order(data, ranks)
+    n = g.node_count
+    assert np.array_equal(np.sort(order.order), np.arange(n))  # every object once
+    early = order.early_mask
+    assert 0 < order.early == early.sum() < n
+    assert early[g.root]
+
+    # What the first answers name: top (overall and per type), the path groups' samples, suspects.
+    assert early[ranks[0] > 0].all() and early[ranks[1] > 0].all()
+    assert early[data.path_sample_indexes()].all()
+    retained = result.retained_size
+    candidates = np.flatnonzero(result.reachable & (retained >= early_suspect_floor(data.reachable_size)))
+    assert candidates.size > 1 and early[candidates].all()
+    children: dict[int, list[int]] = defaultdict(list)
+    for child, parent in enumerate(result.idom.tolist()):
+        if parent >= 0:
+            children[parent].append(child)
+    descended = 0
+    for start in candidates.tolist():
+        at = start
+        while children[at]:
+            largest = max(children[at], key=lambda c: retained[c])
+            if retained[largest] * 100 < MIN_DESCENT_PERCENT * retained[at]:
+                break
+            assert early[largest], f"the descent from {start} passes {largest}, written later"
+            at, descended = largest, descended + 1
+    assert descended > 0
+
+    # Closed: why-alive and dominators about an early object walk only early objects.
+    holders = data.first_path_holders()
+    members = np.flatnonzero(early)
+    for parents in (holders[members], result.idom[members]):
+        assert early[parents[parents >= 0]].all()
+
+    # Nearest to the root first in both parts, the unreachable last.
+    distance = np.where(result.distance >= 0, result.distance, n + 1)
+    for part in (order.order[: order.early], order.order[order.early :]):
+        assert (np.diff(distance[part]) >= 0).all()
+
+    # The dominator-tree figures, against the children counted one by one.
+    for i in np.random.default_rng(7).choice(n, 2000, replace=False).tolist() + candidates.tolist():
+        assert order.dominates[i] == len(children[i])
+        assert order.largest_dominated[i] == max((int(retained[c]) for c in children[i]), default=0)
