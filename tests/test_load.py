@@ -275,6 +275,11 @@ def test_questions_answer_before_the_objects_and_references_are_written(
                 ask()
         code, _, err = invoke("query", "retainers", "-p", f"tag={tag}", "-p", f"id={int(graph.ids[later])}")
         seen["cli"] = (code, "still loading its objects" in err, "Traceback" in err)
+        client = TestClient(create_app())
+        early_why = client.get(f"/api/snapshots/{tag}/objects/{int(graph.ids[top_index])}/why")
+        later_why = client.get(f"/api/snapshots/{tag}/objects/{int(graph.ids[later])}/why")
+        seen["rest"] = (early_why.status_code, later_why.status_code, "still loading its objects" in later_why.text)
+        seen["page"] = "objects still being written" in client.get("/").text
         code, out, _ = invoke("snapshots")
         seen["listed"] = [line for line in out.splitlines() if line.startswith(tag)][0]
 
@@ -288,6 +293,8 @@ def test_questions_answer_before_the_objects_and_references_are_written(
         chain.append(int(result.idom[chain[-1]]))
     assert seen["dominators"] == len(chain)
     assert seen["cli"] == (1, True, False)
+    assert seen["rest"] == (200, 409, True)
+    assert seen["page"]
     assert "ready, objects " in str(seen["listed"])
 
     after = store.get_snapshot(database, tag)
