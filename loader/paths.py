@@ -111,7 +111,7 @@ def first_paths(graph: HeapGraph, retaining: np.ndarray, transient: np.ndarray |
     )
 
     order, parent, parent_edge, _ = first_search(
-        graph.root, graph.edge_start, graph.edge_to, retaining, graph.transient_nodes(transient)
+        graph.root, graph.edge_start, graph.edge_to, retaining, graph.transient_nodes(transient), True
     )
     signature = np.zeros(n, dtype=np.uint64)
     _signatures(

@@ -254,7 +254,7 @@ def test_why_alive_paths_are_shortest_retaining_paths_on_v8(
     types = np.array([v8.graph.type_name(i) for i in range(v8.graph.node_count)])
     leaks = [int(i) for t in LEAK_TYPES for i in np.flatnonzero(types == t)[:2]]
     g, nowhere = v8.graph, np.zeros(v8.graph.node_count, dtype=np.bool_)
-    shortest = kernels.first_search(g.root, g.edge_start, g.edge_to, v8.result.retaining, nowhere)[3]
+    shortest = kernels.first_search(g.root, g.edge_start, g.edge_to, v8.result.retaining, nowhere, False)[3]
     for node in sample + leaks:
         answer = questions.why_alive(v8.tag, v8.id(node))
         assert len(answer.paths) == 1

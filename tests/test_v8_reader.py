@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from heapdb.errors import FormatError
 from heapdb.loader import formats
 from heapdb.loader.formats import v8
+from heapdb.loader.formats.v8 import parts
 from heapdb.loader.graph import Detachedness, EdgeKind
 from tests.support.v8_fixtures import leak_snapshot, leak_snapshots, memlab_oracle, node_tools  # noqa: F401
 
@@ -172,6 +173,78 @@ def test_chunk_boundaries_do_not_matter(tmp_path: Path, monkeypatch: pytest.Monk
         monkeypatch.setattr(v8, "CHUNK_BYTES", chunk)
         split = v8.read_graph(path)
         assert_same_graph(whole, split)
+
+
+def chain_snapshot(length: int) -> dict:
+    """A root and ``length`` objects, each holding the next and the one after by property."""
+    rows: list[NodeRow] = [("synthetic", 0, 1, 0, [("element", 1, 1)])]
+    for k in range(1, length + 1):
+        edges = [("property", f"p{k % 7}", t) for t in (k + 1, k + 2) if t <= length]
+        rows.append(("object", 2, 2 * k + 1, 10 + k % 13, edges))
+    return snapshot_dict(rows, ["", "(GC roots)", "Node"])
+
+
+def read_outcome(path: Path) -> object:
+    """The graph's arrays, or the error's message and offset."""
+    try:
+        g = v8.read_graph(path)
+    except FormatError as e:
+        return (str(e), e.offset)
+    return [getattr(g, f).tolist() for f in ("ids", "self_size", "edge_start", "edge_to", "edge_kind", "edge_name")]
+
+
+def test_count_commas_counts_every_comma() -> None:
+    """Eight bytes at a time, from any start to any end: bytes one bit away from a comma included."""
+    rng = np.random.default_rng(7)
+    alphabet = np.array([44, 45, 46, 60, 108, 172, 0, 255, 48, 32], dtype=np.uint8)
+    for _ in range(2000):
+        buf = rng.choice(alphabet, int(rng.integers(0, 80)))
+        lo = int(rng.integers(0, buf.shape[0] + 1))
+        hi = int(rng.integers(lo, buf.shape[0] + 1))
+        assert parts.count_commas(buf, lo, hi) == int(np.count_nonzero(buf[lo:hi] == 44))
+
+
+@pytest.mark.parametrize("cores", [2, 3])
+def test_arrays_scanned_in_parts_read_as_in_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cores: int) -> None:
+    """Scanning the integer arrays in parts at once gives the same graph, and the same first error
+    at the same offset, as one scan, wherever the parts are cut and the chunks end."""
+    doc = chain_snapshot(400)
+    text = json.dumps(doc, indent=1)
+    nodes_at, edges_at, strings_at = (text.index(f'"{key}"') for key in ("nodes", "edges", "strings"))
+    late_digit = text.index("1", edges_at + (strings_at - edges_at) * 3 // 4)
+    late_comma = text.index(",", nodes_at + (edges_at - nodes_at) * 3 // 4)
+    short, off_grid = chain_snapshot(400), chain_snapshot(400)
+    short["edges"] = short["edges"][:-3]
+    off_grid["edges"][-4] += 1  # a to_node that is not a multiple of the node field count
+    broken = {
+        "clean": text,
+        "a letter late in edges": text[:late_digit] + "x" + text[late_digit + 1 :],
+        "two commas late in nodes": text[:late_comma] + "," + text[late_comma:],
+        "edges shorter than declared": json.dumps(short, indent=1),
+        "a to_node off the node grid": json.dumps(off_grid, indent=1),
+    }
+    cuts: list[int] = []
+    count_commas = parts.count_commas
+
+    def counting(buf: np.ndarray, pos: int, end: int) -> int:
+        cuts.append(end)
+        return count_commas(buf, pos, end)
+
+    for name, variant in broken.items():
+        path = write(tmp_path, variant, f"{len(name)}.heapsnapshot")
+        monkeypatch.setattr(parts, "PART_MIN_BYTES", 1 << 40)
+        whole = read_outcome(path)
+        monkeypatch.setattr(v8, "cores", lambda: cores)
+        monkeypatch.setattr(parts, "PART_MIN_BYTES", 8)
+        cuts.clear()
+        monkeypatch.setattr(parts, "count_commas", counting)
+        for chunk in (97, 1000, 1 << 20):
+            monkeypatch.setattr(v8, "CHUNK_BYTES", chunk)
+            assert read_outcome(path) == whole, (name, chunk)
+        assert len(cuts) > 10, name  # the arrays were read in parts
+        monkeypatch.undo()
+        if name != "clean":
+            assert isinstance(whole, tuple), name  # each variant is refused
 
 
 def assert_same_graph(a, b) -> None:

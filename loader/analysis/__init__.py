@@ -36,7 +36,7 @@ from enum import StrEnum
 import numpy as np
 
 from heapdb.loader.analysis import kernels
-from heapdb.loader.analysis.ranking import largest_first
+from heapdb.loader.analysis.ranking import largest_first_of
 from heapdb.loader.graph import SYNTHETIC_KIND, HeapGraph
 
 # Per-reference weights that rules assign (int8, one per edge, indexed like ``graph.edge_to``).
@@ -109,7 +109,7 @@ class Analysis:
         keep[self.root] = False
         if exclude is not None:
             keep &= ~exclude
-        return largest_first(self.retained_size, self.ids, np.flatnonzero(keep), max(count, 0))
+        return largest_first_of(self.retained_size, self.ids, keep, count)
 
 
 def semantics_for(graph: HeapGraph) -> Semantics:
@@ -184,12 +184,13 @@ def analyze(
     )
     del strong_referrer
     retaining_count = int(np.count_nonzero(mask))
-    pred_start = np.zeros(n + 1, dtype=np.int32 if retaining_count < 2**31 else np.int64)
+    # By DFS number 0..count, and one more for the end of the last list.
+    pred_start = np.zeros(count + 2, dtype=np.int32 if retaining_count < 2**31 else np.int64)
     pred_from = kernels.predecessors(graph.edge_start, graph.edge_to, mask, pre, pred_start)
     del pre
     step(STEPS[1])
 
-    idom_number = kernels.semi_nca(count, vertex, parent, pred_start, pred_from)
+    idom_number = kernels.semi_nca(count, parent, pred_start, pred_from)
     del pred_start, pred_from
     step(STEPS[2])
 
@@ -198,7 +199,7 @@ def analyze(
     idom, retained_size, retained_count = kernels.accumulate(vertex, idom_number, count, self_size)
     del vertex, parent, idom_number
     step(STEPS[3])
-    distance = kernels.first_search(root, graph.edge_start, graph.edge_to, mask, deferred)[3]
+    distance = kernels.first_search(root, graph.edge_start, graph.edge_to, mask, deferred, False)[3]
     step(STEPS[4])
     return Analysis(
         reachable=reachable,

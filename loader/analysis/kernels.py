@@ -189,10 +189,12 @@ def number(n, root, edge_start, edge_to, mask, strong_referrer, attach_unreachab
 
 @njit(cache=True)
 def predecessors(edge_start, edge_to, mask, pre, pred_start):
-    """Predecessor lists of the retaining edges from numbered nodes: per node, the DFS numbers.
+    """Predecessor lists of the retaining edges from numbered nodes, by the target's DFS number,
+    each a list of the sources' DFS numbers.
 
-    Fills ``pred_start`` (``n + 1`` offsets by node index, zeroed) in place and returns
+    Fills ``pred_start`` (offsets by number, ``count + 2`` or more, zeroed) in place and returns
     ``pred_from``. Sources are scanned in index order, so their numbers cost nothing to look up.
+    Lists by number, not by node, let :func:`semi_nca` keep its semidominators in ``pred_start``.
     """
     n = edge_start.shape[0] - 1
     for v in range(n):
@@ -200,10 +202,10 @@ def predecessors(edge_start, edge_to, mask, pre, pred_start):
             continue
         for e in range(edge_start[v], edge_start[v + 1]):
             if mask[e]:
-                pred_start[edge_to[e] + 1] += 1
-    for v in range(n):
-        pred_start[v + 1] += pred_start[v]
-    pred_from = np.empty(pred_start[n], dtype=np.int32)
+                pred_start[pre[edge_to[e]] + 1] += 1
+    for i in range(pred_start.shape[0] - 1):
+        pred_start[i + 1] += pred_start[i]
+    pred_from = np.empty(pred_start[-1], dtype=np.int32)
     # Scatter with pred_start[w] as w's cursor; it ends as w + 1's start, so shifting by one
     # restores the offsets without a second array.
     for v in range(n):
@@ -212,35 +214,36 @@ def predecessors(edge_start, edge_to, mask, pre, pred_start):
             continue
         for e in range(edge_start[v], edge_start[v + 1]):
             if mask[e]:
-                w = edge_to[e]
+                w = pre[edge_to[e]]
                 pred_from[pred_start[w]] = pv
                 pred_start[w] += 1
-    for v in range(n, 0, -1):
-        pred_start[v] = pred_start[v - 1]
+    for i in range(pred_start.shape[0] - 1, 0, -1):
+        pred_start[i] = pred_start[i - 1]
     pred_start[0] = 0
     return pred_from
 
 
 @njit(cache=True)
-def semi_nca(count, vertex, parent, pred_start, pred_from):
+def semi_nca(count, parent, pred_start, pred_from):
     """Immediate dominators by DFS number, with semi-NCA (Georgiadis, Tarjan and Werneck).
 
     Semidominators come from Lengauer–Tarjan's EVAL with iterative path compression, with
     ``best[v]`` holding the smallest semidominator number on v's compressed path; each idom is then
     the nearest common ancestor of the DFS parent and the semidominator, found by climbing the
     dominator tree built so far. A vertex with no retaining predecessor counts as held by the
-    root (vertex 1). The predecessor lists are by node (``vertex[i]``) and hold DFS numbers.
-    ``parent`` is overwritten with the result: ``idom[number]``, 0 for the root.
+    root (vertex 1). The predecessor lists are by DFS number and hold DFS numbers (see
+    :func:`predecessors`). ``parent`` is overwritten with the result: ``idom[number]``, 0 for the
+    root. ``pred_start`` is overwritten too: vertex i's list is read last when i is processed
+    (numbers go down), so i's semidominator is kept in its end offset, ``pred_start[i + 1]``,
+    rather than in an array of its own.
     """
-    semi = np.empty(count + 1, dtype=np.int32)
     best = np.empty(count + 1, dtype=np.int32)
     ancestor = np.zeros(count + 1, dtype=np.int32)
     stack = np.empty(count + 1, dtype=np.int32)
     for i in range(count, 1, -1):
         s = i
         orphan = True
-        v = vertex[i]
-        for k in range(pred_start[v], pred_start[v + 1]):
+        for k in range(pred_start[i], pred_start[i + 1]):
             orphan = False
             p = pred_from[k]
             if p < i:
@@ -266,13 +269,13 @@ def semi_nca(count, vertex, parent, pred_start, pred_from):
                 s = best[p]
         if orphan:
             s = 1
-        semi[i] = s
+        pred_start[i + 1] = s  # i's semidominator; the list ends are not read again
         best[i] = s
         ancestor[i] = parent[i]
     idom = parent
     for i in range(2, count + 1):
         j = idom[i]
-        s = semi[i]
+        s = pred_start[i + 1]
         while j > s:
             j = idom[j]
         idom[i] = j
@@ -283,46 +286,51 @@ def semi_nca(count, vertex, parent, pred_start, pred_from):
 def accumulate(vertex, idom_number, count, self_size):
     """Node-space ``(idom, retained_size, retained_count)`` from the numbered dominator tree.
 
-    Sizes are summed by number in reverse preorder, so every vertex is complete before it is
-    added to its dominator (a dominator is a DFS ancestor, hence has a smaller number). Nodes left
-    unnumbered (unreachable under generic semantics) keep idom -1 and zero sizes.
+    Sizes are summed in reverse preorder, so every vertex is complete before it is added to its
+    dominator (a dominator is a DFS ancestor, hence has a smaller number). They are summed straight
+    into the node-space results: arrays by number as well would be 16 bytes more per object at the
+    analysis' peak. Nodes left unnumbered (unreachable under generic semantics) keep idom -1 and
+    zero sizes.
     """
     n = self_size.shape[0]
-    size = np.zeros(count + 1, dtype=np.int64)
-    objects = np.ones(count + 1, dtype=np.int64)
-    for i in range(1, count + 1):
-        size[i] = self_size[vertex[i]]
-    for i in range(count, 1, -1):
-        d = idom_number[i]
-        size[d] += size[i]
-        objects[d] += objects[i]
     idom = np.full(n, -1, dtype=np.int32)
     retained_size = np.zeros(n, dtype=np.int64)
     retained_count = np.zeros(n, dtype=np.int64)
     for i in range(1, count + 1):
         v = vertex[i]
-        retained_size[v] = size[i]
-        retained_count[v] = objects[i]
+        retained_size[v] = self_size[v]
+        retained_count[v] = 1
         if i > 1:
             idom[v] = vertex[idom_number[i]]
+    for i in range(count, 1, -1):
+        v = vertex[i]
+        d = idom[v]
+        retained_size[d] += retained_size[v]
+        retained_count[d] += retained_count[v]
     return idom, retained_size, retained_count
 
 
 @njit(cache=True)
-def first_search(root, edge_start, edge_to, mask, transient):
+def first_search(root, edge_start, edge_to, mask, transient, paths):
     """Breadth-first search from the root over retaining edges (``mask``), the edges of the
     ``transient`` nodes (V8's transient root groups) followed only once nothing else is left: the
     objects in the order reached (root first), and per object the holder and the edge it was first
     reached by and its depth (-1 for the root's holder and edge, and where the search never arrives).
-    The holders' edges form each object's first path, and its depth is that path's length."""
+    The holders' edges form each object's first path, and its depth is that path's length.
+
+    Without ``paths`` only the depths are kept (the order, holders and edges come back empty): the
+    analysis needs no more, and those three arrays would be 16 bytes per object at its peak."""
     n = edge_start.shape[0] - 1
+    kept = n if paths else 0
     dist = np.full(n, -1, dtype=np.int32)
-    parent = np.full(n, -1, dtype=np.int32)
-    parent_edge = np.full(n, -1, dtype=np.int64)
-    order = np.empty(n, dtype=np.int32)
-    queue = np.empty(2 * n, dtype=np.int32)  # a transient group comes round twice
+    parent = np.full(kept, -1, dtype=np.int32)
+    parent_edge = np.full(kept, -1, dtype=np.int64)
+    order = np.empty(kept, dtype=np.int32)
+    # Every node once, and a transient one a second time when its group comes round again.
+    queue = np.empty(n + np.count_nonzero(transient), dtype=np.int32)
     dist[root] = 0
-    order[0] = root
+    if paths:
+        order[0] = root
     queue[0] = root
     head, tail, reached = 0, 1, 1
     deferred = False
@@ -349,13 +357,14 @@ def first_search(root, edge_start, edge_to, mask, transient):
                 w = edge_to[e]
                 if dist[w] < 0:
                     dist[w] = d
-                    parent[w] = v
-                    parent_edge[w] = e
-                    order[reached] = w
+                    if paths:
+                        parent[w] = v
+                        parent_edge[w] = e
+                        order[reached] = w
                     reached += 1
                     queue[tail] = w
                     tail += 1
-    return order[:reached], parent, parent_edge, dist
+    return order[: reached if paths else 0], parent, parent_edge, dist
 
 
 @njit(cache=True)

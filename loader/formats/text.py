@@ -36,14 +36,23 @@ def safe_text(text: str) -> str:
 def safe_strings(strings: Iterable[str]) -> list[str]:
     """A reader's string table made encodable: :func:`safe_text` on each string that needs it.
 
-    Cheap on the common path: one UTF-8 encode per string (done in C), the regular expression only on
-    strings that fail it.
+    Cheap on the common path: the strings are encoded to UTF-8 a batch at a time (a join and an
+    encode, in C), and only a batch that fails is gone through string by string, the regular
+    expression only on the strings that fail.
     """
-    out = []
-    for s in strings:
+    out = list(strings)
+    for lo in range(0, len(out), _BATCH):
         try:
-            s.encode("utf-8")
+            "".join(out[lo : lo + _BATCH]).encode("utf-8")
         except UnicodeEncodeError:
-            s = safe_text(s)
-        out.append(s)
+            for i in range(lo, min(lo + _BATCH, len(out))):
+                try:
+                    out[i].encode("utf-8")
+                except UnicodeEncodeError:
+                    out[i] = safe_text(out[i])
     return out
+
+
+# Strings encoded at once by safe_strings: small enough that the joined batch costs no memory to
+# speak of, large enough that the per-batch overhead vanishes.
+_BATCH = 4096

@@ -5,8 +5,8 @@ in that role (the distinct types, names or edge names: a few thousand to a few m
 fewer than references), giving a boolean table over the string table; the per-node and per-edge
 arrays then index that table with numpy. No Python loop runs per object or per reference.
 
-Memory: the results are ``edge_weight`` (1 byte per reference) and ``bucket`` (4 bytes per object).
-While compiling, the ignore and weak masks (a byte per reference each, with the owns weights that
+Memory: the results are ``edge_weight`` (1 byte per reference) and ``bucket`` (4 bytes per object;
+none without bucket rules). While compiling, the ignore and weak masks (a byte per reference each, with the owns weights that
 become ``edge_weight``), the current rule's mask and its source objects' mask spread over their
 references (a byte per reference each), the per-object reference counts (8 bytes per object) and
 temporaries of one slice of :data:`_SLICE` references live at a time, plus a table of a byte per
@@ -21,7 +21,7 @@ from functools import cached_property
 import numpy as np
 
 from heapdb.loader.analysis import IGNORED, NO_RULE, WEAK_WEIGHT
-from heapdb.loader.graph import NUMERIC_NAME_KINDS, EdgeKind, HeapGraph
+from heapdb.loader.graph import NUMERIC_NAME_KINDS, EdgeKind, HeapGraph, string_positions
 from heapdb.loader.rules.model import (
     BucketRule,
     IgnoreRule,
@@ -90,7 +90,7 @@ def compile_rules(rule_set: RuleSet, graph: HeapGraph) -> CompiledRules:
     ignored = np.zeros(m, dtype=np.bool_)
     weak = np.zeros(m, dtype=np.bool_)
     owns = np.zeros(m, dtype=np.int8)
-    bucket = np.full(n, -1, dtype=np.int32)
+    bucket: np.ndarray | None = None
     bucket_names: list[str] = []
     internal: np.ndarray | None = None
     transient: np.ndarray | None = None
@@ -118,6 +118,8 @@ def compile_rules(rule_set: RuleSet, graph: HeapGraph) -> CompiledRules:
             hits.append(int(np.count_nonzero(members)))
             if rule.bucket not in bucket_names:
                 bucket_names.append(rule.bucket)
+            if bucket is None:
+                bucket = np.full(n, -1, dtype=np.int32)
             members &= bucket < 0
             bucket[members] = bucket_names.index(rule.bucket)
         elif isinstance(rule, InternalRule):
@@ -142,7 +144,8 @@ def compile_rules(rule_set: RuleSet, graph: HeapGraph) -> CompiledRules:
     edge_weight[ignored] = IGNORED
     return CompiledRules(
         edge_weight=edge_weight,
-        bucket=bucket,
+        # Without bucket rules, a read-only view of one -1: 4 bytes per object saved at the peak.
+        bucket=np.broadcast_to(np.int32(-1), (n,)) if bucket is None else bucket,
         bucket_names=tuple(bucket_names),
         rules=rules,
         hits=tuple(hits),
@@ -227,16 +230,18 @@ class Selection:
         """
         table = np.zeros(self.size + 1, dtype=np.bool_)
         strings = self.graph.strings
-        candidates = used.tolist()
-        for pattern in match.patterns:
-            if pattern.kind is PatternKind.EXACT:
-                text = pattern.text
-                hit = np.fromiter((strings[i] == text for i in candidates), dtype=np.bool_, count=len(candidates))
-            else:
-                test = pattern.compiled.fullmatch
-                hit = np.fromiter(
-                    (test(strings[i]) is not None for i in candidates), dtype=np.bool_, count=len(candidates)
-                )
+        exact = {pattern.text for pattern in match.patterns if pattern.kind is PatternKind.EXACT}
+        if exact:
+            # Exact texts are looked up over the whole table (in C), then kept to the used strings.
+            table[string_positions(strings, exact)] = True
+            in_use = np.zeros(self.size + 1, dtype=np.bool_)
+            in_use[used] = True
+            table &= in_use
+        wildcards = [pattern for pattern in match.patterns if pattern.kind is not PatternKind.EXACT]
+        candidates = used.tolist() if wildcards else []
+        for pattern in wildcards:
+            test = pattern.compiled.fullmatch
+            hit = np.fromiter((test(strings[i]) is not None for i in candidates), dtype=np.bool_, count=len(candidates))
             table[used[hit]] = True
         return table
 

@@ -44,7 +44,8 @@ Mapping onto the graph contract:
 
 The package: this module is the reader (it walks the file and assembles the graph; the format's
 interface, ``NAME``/``sniff``/``read_graph``, and its tunable ``CHUNK_BYTES`` live here), the numba
-kernels it drives are in :mod:`.scan`, the header check in :mod:`.header`, the DevTools class names in
+kernels it drives are in :mod:`.scan`, run over each chunk of an integer array in one part per core
+by :mod:`.parts`, the header check in :mod:`.header`, the DevTools class names in
 :mod:`.classes`, the source locations and allocation traces in :mod:`.traces`.
 """
 
@@ -54,6 +55,7 @@ import io
 import json
 import os
 import re
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -62,6 +64,7 @@ from heapdb.errors import FormatError
 from heapdb.loader.formats.text import safe_strings
 from heapdb.loader.formats.v8.classes import class_names
 from heapdb.loader.formats.v8.header import REQUIRED_EDGE_FIELDS, parse_header
+from heapdb.loader.formats.v8.parts import cores, scan_in_parts
 from heapdb.loader.formats.v8.scan import (
     ERRORS,
     K_DONE,
@@ -129,17 +132,27 @@ def read_graph(path: str | os.PathLike[str], on_bytes: ByteProgress | None = Non
         f = open(path, "rb")  # noqa: SIM115
     except OSError as e:
         raise FormatError(path, f"cannot open: {e.strerror}") from None
-    with f:
-        return _SnapshotReader(f, path, on_bytes).read()
+    parts = cores()
+    with f, ThreadPoolExecutor(max_workers=max(parts - 1, 1)) as pool:
+        return _SnapshotReader(f, path, on_bytes, pool, parts).read()
 
 
 class _SnapshotReader:
     """Walks the top-level JSON object section by section over a sliding byte window."""
 
-    def __init__(self, f: io.BufferedReader, path: str | os.PathLike[str], on_bytes: ByteProgress | None) -> None:
+    def __init__(
+        self,
+        f: io.BufferedReader,
+        path: str | os.PathLike[str],
+        on_bytes: ByteProgress | None,
+        pool: ThreadPoolExecutor,
+        parts: int,
+    ) -> None:
         self.f = f
         self.path = path
         self.on_bytes = on_bytes
+        self.pool = pool  # scans the integer arrays' later parts (.parts)
+        self.parts = parts
         self.file_size = os.fstat(f.fileno()).st_size
         self.window = np.empty(0, dtype=np.uint8)  # the buffer chunks are read into, reused
         self.buf = self.window  # the unread part of the file that is in memory: a view of window
@@ -324,11 +337,11 @@ class _SnapshotReader:
                 "trace": np.zeros(n if "trace_node_id" in fields else 0, dtype=np.uint32),
             }
 
-            def scan(final: bool) -> int:
+            def scan(lo: int, hi: int, final: bool, state: np.ndarray) -> int:
                 return scan_nodes(
                     self.buf,
-                    self.pos,
-                    self.buf.shape[0],
+                    lo,
+                    hi,
                     final,
                     state,
                     roles,
@@ -356,11 +369,11 @@ class _SnapshotReader:
             }
             type_at, name_at, to_at = (fields.index(f) for f in REQUIRED_EDGE_FIELDS)
 
-            def scan(final: bool) -> int:
+            def scan(lo: int, hi: int, final: bool, state: np.ndarray) -> int:
                 return scan_edges(
                     self.buf,
-                    self.pos,
-                    self.buf.shape[0],
+                    lo,
+                    hi,
                     final,
                     state,
                     len(fields),
@@ -378,7 +391,7 @@ class _SnapshotReader:
             expected = m * len(fields)
         final = False
         while True:
-            self.pos = scan(final)
+            self.pos = scan_in_parts(scan, self.buf, self.pos, final, state, self.parts, self.pool)
             if state[S_ERROR]:
                 raise FormatError(
                     self.path,

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 
-from heapdb.loader.graph import Detachedness
+from heapdb.loader.graph import Detachedness, string_positions
 
 # DevTools class names for node types whose class is not the node's own name.
 _CLASS_BY_NODE_TYPE = {"hidden": "(system)", "code": "(compiled code)"}
@@ -27,8 +25,7 @@ def class_names(
         detached = (kind == node_types.index("native")) & (detachedness == Detachedness.DETACHED)
 
     # Every class name this function can look up is known before any is looked up: find the first
-    # index of each in one pass over ``strings`` (a set lookup per string, in C) rather than
-    # indexing all of them.
+    # index of each in one pass over ``strings`` rather than indexing all of them.
     wanted = {_CLASS_BY_NODE_TYPE.get(t, f"({t})") for t in node_types if t not in _NAMED_CLASS_NODE_TYPES}
     wanted.update(short_names.values())
     if detached is not None:
@@ -37,7 +34,7 @@ def class_names(
             if not label.startswith("Detached "):
                 wanted.add("Detached " + label)
     existing: dict[str, int] = {}
-    for i in itertools.compress(range(len(strings)), map(wanted.__contains__, strings)):
+    for i in string_positions(strings, wanted):
         existing.setdefault(strings[i], i)
 
     def index_of(s: str) -> int:
