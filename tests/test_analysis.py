@@ -15,7 +15,7 @@ import igraph
 import numpy as np
 import pytest
 
-from heapdb.loader.analysis import Semantics, analyze, devtools_self_sizes, outermost_members
+from heapdb.loader.analysis import Semantics, analyze, devtools_self_sizes, outermost_members, ranking
 from heapdb.loader.graph import EdgeKind, HeapGraph, csr_from_coo
 
 KINDS = ["synthetic", "object", "hidden", "array", "closure"]
@@ -387,6 +387,22 @@ def test_top_retainers_order_and_ties() -> None:
     exclude = np.zeros(7, dtype=bool)
     exclude[[2, 1]] = True
     assert result.top_retainers(2, exclude=exclude).tolist() == [4, 3]
+
+
+def test_ranking_by_slices_equals_one_sort(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first ``count`` kept objects, ranked a slice at a time, are the sort's first ``count``:
+    sizes with many ties, ids in any order, slices smaller than the count."""
+    monkeypatch.setattr(ranking, "_SLICE", 7)
+    rng = np.random.default_rng(11)
+    for _ in range(2000):
+        n = int(rng.integers(1, 60))
+        sizes = rng.integers(0, 5, n)
+        ids = rng.permutation(3 * n)[:n]
+        keep = rng.random(n) < 0.7
+        count = int(rng.integers(0, 12))
+        # The oracle: Python's sort by (size descending, id ascending).
+        expected = sorted(np.flatnonzero(keep).tolist(), key=lambda i: (-sizes[i], ids[i]))[:count]
+        assert ranking.largest_first_of(sizes, ids, keep, count).tolist() == expected
 
 
 @pytest.mark.parametrize("seed", range(10))

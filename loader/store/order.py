@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -43,8 +44,9 @@ class WriteOrder:
     dominates: np.ndarray  # int64[n]
     largest_dominated: np.ndarray  # int64[n]
 
-    @property
+    @cached_property
     def early_mask(self) -> np.ndarray:
+        """bool[n]: the objects written before the snapshot answers (made once: read per batch)."""
         mask = np.zeros(self.order.shape[0], dtype=bool)
         mask[self.order[: self.early]] = True
         return mask

@@ -240,10 +240,11 @@ def load(
         say(f"the leftovers of an earlier, unfinished load of {tag!r} are freed in the background")
         hide(database, leftovers)
         start_purge(database)
-    ranks = data.top_ranks()
-    with _Heartbeat(database, sid) as heartbeat:
-        steps = _Steps(database, data, sink, report, batch_size, workers, heartbeat, ranks, write_order(data, ranks))
-        try:
+    try:
+        ranks = data.top_ranks()
+        order = write_order(data, ranks)
+        with _Heartbeat(database, sid) as heartbeat:
+            steps = _Steps(database, data, sink, report, batch_size, workers, heartbeat, ranks, order)
             steps.first_objects_and_groups()
             _switch(database, sid, replaced, report)
             if replaced:
@@ -251,15 +252,15 @@ def load(
             on_ready(report)
             steps.other_objects()
             steps.references()
-        except BaseException as error:
-            # Whatever went wrong (a lost connection, Ctrl-C), the snapshot must not stay visible or
-            # look like a load in progress: it is listed as failed, with the error as the reason. If
-            # even this fails, the next heapdb command finds the loader gone and marks it failed
-            # (see lifecycle).
-            with contextlib.suppress(Exception):
-                hide(database, [sid], failure=error)
-                start_purge(database)
-            raise
+    except BaseException as error:
+        # Whatever went wrong once the snapshot was claimed (a lost connection, Ctrl-C, memory), it
+        # must not stay visible or look like a load in progress: it is listed as failed, with the
+        # error as the reason. If even this fails, the next heapdb command finds the loader gone
+        # and marks it failed (see lifecycle).
+        with contextlib.suppress(Exception):
+            hide(database, [sid], failure=error)
+            start_purge(database)
+        raise
     database.write(
         "MATCH (n:Snapshot {sid: $sid}) SET n.references_ready = true, n.references_written = $count, "
         "n.loaded_at = $now, n.load_seconds = $seconds REMOVE n.pid, n.host, n.heartbeat",

@@ -27,6 +27,7 @@ import numba
 import numpy as np
 
 from heapdb.errors import FormatError
+from heapdb.loader.formats.v8.scan import count_commas
 from heapdb.loader.graph import HeapGraph
 from heapdb.loader.sources import AllocationTraces, SourceLocations
 
@@ -63,11 +64,7 @@ def parse_int_array(buf):
     n = buf.shape[0]
     # Sized by the commas (at most one value more), not by the bytes: a location section of tens of
     # MB would otherwise take four times its size in a temporary array.
-    capacity = 1
-    for j in range(n):
-        if buf[j] == 44:
-            capacity += 1
-    out = np.empty(capacity, dtype=np.int64)
+    out = np.empty(count_commas(buf, 0, n) + 1, dtype=np.int64)
     k = 0
     i = 0
     while i < n and (buf[i] == 32 or buf[i] == 9 or buf[i] == 10 or buf[i] == 13):
