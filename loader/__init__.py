@@ -6,6 +6,7 @@ The path of the data, each stage importing only the stages before it:
    :class:`~heapdb.loader.graph.HeapGraph`, the arrays every later stage shares (:mod:`.graph`);
 2. :mod:`.analysis`: dominators, retained sizes, distances; :mod:`.paths`: each object's first
    retainer path; :mod:`.pathtree`: path trees with totals (:mod:`.luau_heapgraph` builds one by
-   Luau's own rules); :mod:`.report`: what ``heapdb analyze`` and ``heapdb inspect`` show;
+   Luau's own rules); :mod:`.views`: lifelines and heapdomstats; :mod:`.report`: what
+   ``heapdb analyze`` and ``heapdb inspect`` show;
 3. :mod:`.store`: the analysed graph written into Neo4j, and the snapshots listed and dropped.
 """

@@ -48,6 +48,14 @@ class EdgeKind(IntEnum):
 
 NUMERIC_NAME_KINDS = frozenset({EdgeKind.ELEMENT, EdgeKind.HIDDEN})
 
+# Per-reference weights that rules assign and the analysis takes (int8, one per edge, indexed like
+# ``edge_to``; "Rule weights" in docs/analysis.md). Declared with the graph, which both the rules
+# and the analysis import, so that parsing a rule file does not import the analysis kernels.
+NO_RULE = 0  # a reference no rule names
+WEAK_WEIGHT = -1  # rule "weak": yields to any other reference into the same object
+IGNORED = -128  # rule "ignore": never retains, never on a retainer path
+MAX_OWNS_WEIGHT = 127  # rule "owns(weight)" takes 1..127; a bare "owns" is 1
+
 # The most bytes a graph's self sizes may add up to (2^62): every retained size is such a sum, and
 # stays exact in int64 (and in Neo4j's integers).
 MAX_TOTAL_SIZE = 1 << 62

@@ -29,7 +29,7 @@ from heapdb.errors import ParameterError, RuleError
 from heapdb.loader.graph import EDGE_KIND_NAMES
 from heapdb.loader.rules import parse_rules
 from heapdb.loader.rules.model import IgnoreRule, Match, ObjectSelector, PatternKind, ReferenceSelector
-from heapdb.loader.store.summaries import DroppedReferences
+from heapdb.loader.store.listings import DroppedReferences
 from heapdb.queries.results import ObjectInfo, Reference
 
 # How the option is named in errors: the CLI's and the REST parameter's name.

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from heapdb.loader.store.summaries import LISTING_DTYPE
+from heapdb.loader.store.listings import LISTING_DTYPE
 
 
 @dataclass(frozen=True)

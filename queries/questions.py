@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from heapdb.loader.analysis import views
+from heapdb.loader import views
 from heapdb.queries import params
 from heapdb.queries.base import SnapshotRef
 from heapdb.queries.compare import CompareQuestions
@@ -63,7 +63,7 @@ class Questions(SnapshotQuestions, CompareQuestions, GateQuestions, SuspectQuest
     def lifelines(self, ref: SnapshotRef, p: params.Lifelines) -> views.Lifelines:
         """The first retainer paths of the objects of ``p.type`` merged from the root down, with
         counts per step: the stored ``path_sig`` grouped per path (stored query ``lifelines``, over
-        the type's stored listing when there is one), merged as :func:`heapdb.loader.analysis.views.lifelines`
+        the type's stored listing when there is one), merged as :func:`heapdb.loader.views.lifelines`
         merges a file's, so the two answers are equal."""
         snapshot = self.snapshot(ref, objects=True)
 
@@ -88,7 +88,7 @@ class Questions(SnapshotQuestions, CompareQuestions, GateQuestions, SuspectQuest
 
     def heapdomstats(self, ref: SnapshotRef, p: params.HeapDomStats) -> views.HeapDomStats:
         """Per type, the objects whose immediate dominator is the root or a root group (stored query
-        ``heapdomstats``), as :func:`heapdb.loader.analysis.views.heapdomstats` lists a file's."""
+        ``heapdomstats``), as :func:`heapdb.loader.views.heapdomstats` lists a file's."""
         snapshot = self.snapshot(ref, objects=True)
 
         def compute() -> views.HeapDomStats:

@@ -19,7 +19,8 @@ import pytest
 from click.testing import CliRunner
 
 from heapdb.cli import main
-from heapdb.loader.analysis import Semantics, analyze, views
+from heapdb.loader import views
+from heapdb.loader.analysis import Semantics, analyze
 from heapdb.loader.graph import EdgeKind, HeapGraph, csr_from_coo
 from tests.test_analysis import (
     brute_force,

@@ -21,6 +21,7 @@ STAGES = {
     "heapdb.units": 0,
     "heapdb.progress": 0,
     "heapdb.config": 0,
+    "heapdb.lazy": 0,  # package attributes imported on first use
     "heapdb.loader": 1,  # the package's docstring only
     "heapdb.loader.graph": 1,  # the arrays every stage shares
     "heapdb.loader.sources": 1,  # source locations and allocation stacks the graph carries
@@ -31,6 +32,7 @@ STAGES = {
     "heapdb.loader.paths": 2,
     "heapdb.loader.luau_heapgraph": 2,
     "heapdb.loader.pathtree": 2,
+    "heapdb.loader.views": 2,  # lifelines and heapdomstats, from an analysis or from stored rows
     "heapdb.loader.report": 2,
     "heapdb.neo4j_server": 3,
     "heapdb.db": 3,

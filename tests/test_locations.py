@@ -196,6 +196,26 @@ def test_synthetic_sections_are_read(tmp_path: Path) -> None:
     assert g.allocations.stack(g.strings, 3) == []
 
 
+@pytest.mark.parametrize("script_base", [0, 1 << 21, (1 << 31) - 100])
+@pytest.mark.parametrize("layout", ["in order", "out of order, node 4 twice"])
+def test_locations_in_any_order_and_any_script_ids(tmp_path: Path, layout: str, script_base: int) -> None:
+    """Locations out of node order or repeated (the first kept), and script ids beyond the table the
+    reader groups small ids by, read as the plain case does."""
+    doc = traced_snapshot()
+    nf = len(NODE_FIELDS)
+    first, second = 8 + script_base, 7 + script_base
+    if layout == "in order":
+        doc["locations"] = [2 * nf, first, 0, 0, 4 * nf, second, 9, 2]
+    else:
+        doc["locations"] = [4 * nf, second, 9, 2, 2 * nf, first, 0, 0, 4 * nf, first, 5, 5]
+    doc["trace_function_infos"][9] = second  # function f's script id: names that script "hello"
+    g = v8.read_graph(write(tmp_path, doc))
+    assert location_of(g, 4) == "hello:10:3"
+    assert location_of(g, 2) == f"<script {first}>:1:1"
+    assert location_of(g, 3) is None
+    assert g.locations is not None and g.locations.node.tolist() == [2, 4]
+
+
 @pytest.mark.parametrize(
     "section,value,message",
     [

@@ -71,6 +71,9 @@ def test_first_paths_are_bfs_paths_and_signatures_follow_the_text(seed: int) -> 
     paths = first_paths(graph, result.retaining)
 
     assert np.array_equal(paths.parent_edge, bfs_parents(graph, result.retaining))
+    # Each holder is the object its first reference leaves from, found here by the offsets.
+    sources = graph.edge_sources()
+    assert paths.holder.tolist() == [int(sources[e]) if e >= 0 else -1 for e in paths.parent_edge.tolist()]
     # Each first path is a shortest path of retaining references.
     for v in range(graph.node_count):
         length, node = 0, v

@@ -18,19 +18,24 @@ import click
 import pytest
 
 from heapdb.cli import COMMANDS, main
+from heapdb.db import Database
+from tests.support.snapshots import load_snapshot
 
 # What a light command must not load: the numeric stack, the database driver, the web stack.
 NUMERIC = {"numpy", "numba"}
+# What a question about a stored snapshot must not load: the loader's compiled kernels.
+KERNELS = {"numba", "llvmlite"}
 DATABASE_AND_WEB = {"neo4j", "pydantic", "fastapi", "uvicorn", "graphviz"}
 
 RUN = """
 import json, sys
 from heapdb.cli import main
+code = 0
 try:
     main(sys.argv[1:], prog_name="heapdb")
-except SystemExit:
-    pass
-print(json.dumps(sorted({name.partition(".")[0] for name in sys.modules})), file=sys.stderr)
+except SystemExit as e:
+    code = e.code
+print(json.dumps([code, sorted({name.partition(".")[0] for name in sys.modules})]), file=sys.stderr)
 """
 
 # Two objects and one reference, the smallest .heapsnapshot `heapdb analyze` reads.
@@ -51,10 +56,16 @@ TINY_V8 = {
 }
 
 
+def run_fresh(*argv: str) -> tuple[int | str | None, set[str]]:
+    """``heapdb ARGV`` in a fresh interpreter: its exit code and the top-level packages it loaded."""
+    done = subprocess.run([sys.executable, "-c", RUN, *argv], capture_output=True, text=True, check=True)
+    code, modules = json.loads(done.stderr.strip().splitlines()[-1])
+    return code, set(modules)
+
+
 def imported_by(*argv: str) -> set[str]:
     """The top-level packages loaded after ``heapdb ARGV`` in a fresh interpreter."""
-    done = subprocess.run([sys.executable, "-c", RUN, *argv], capture_output=True, text=True, check=True)
-    return set(json.loads(done.stderr.strip().splitlines()[-1]))
+    return run_fresh(*argv)[1]
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["--version"]])
@@ -80,3 +91,59 @@ def test_command_table_matches_the_commands() -> None:
         for limit in (20, 45, 60, 1000):
             listed = click.Command(name, help=summary).get_short_help_str(limit)
             assert listed == command.get_short_help_str(limit), (name, limit)
+
+
+def test_questions_load_no_kernels(database: Database, tmp_path: Path) -> None:
+    """Each question about a stored snapshot, run to its answer as a whole CLI process, imports
+    neither numba nor LLVM (a quarter of a second and 60 MiB of every question): the loader's
+    kernels stay behind lazy imports (heapdb.lazy) until a command reads or analyses a file."""
+    path = tmp_path / "tiny.heapsnapshot"
+    path.write_text(json.dumps(TINY_V8))
+    tag = load_snapshot(database, path, "startup").tag
+    try:
+        for argv in (
+            ["snapshots", "--json"],
+            ["why", tag, "3", "--json"],
+            ["dominators", tag, "3", "--json"],
+            ["object", tag, "3", "--json"],
+            ["retains", tag, "3", "--json"],
+            ["lifelines", tag, "--type", "Foo", "--json"],
+            ["heapdomstats", tag, "--json"],
+            ["top", tag, "--json"],
+            ["types", tag, "--json"],
+            ["suspects", tag, "--json"],
+            ["diff", tag, tag, "--json"],
+            ["leaks", tag, tag, tag, "--json"],
+        ):
+            code, loaded = run_fresh(*argv)
+            assert code == 0, argv
+            assert "neo4j" in loaded, argv
+            assert not loaded & KERNELS, argv
+    finally:
+        code, loaded = run_fresh("drop", tag)
+        assert code == 0 and not loaded & KERNELS
+
+
+def test_service_and_rule_parser_load_no_kernels() -> None:
+    """The REST service and the rule parser (the questions' ignore lists) import no kernels either."""
+    code = (
+        "import sys, heapdb.service.app, heapdb.queries.questions\n"
+        "from heapdb.loader.rules import parse_rules\n"
+        "from heapdb.loader.store import DroppedReferences, list_snapshots\n"
+        "print(sorted({m.partition('.')[0] for m in sys.modules}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "numpy" in done.stdout and not any(repr(k) in done.stdout for k in KERNELS)
+
+
+def test_lazy_names_resolve() -> None:
+    """Every name a package imports on first use is there, and is the defining module's own."""
+    from heapdb.loader import rules, store
+    from heapdb.loader.rules import compiler
+    from heapdb.loader.store import writer
+
+    assert rules.compile is rules.compile_rules is compiler.compile_rules
+    assert store.load is writer.load
+    for package in (rules, store):
+        for name in package.__all__:
+            assert getattr(package, name) is not None, f"{package.__name__}.{name}"

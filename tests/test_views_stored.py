@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from heapdb.cli import main
 from heapdb.db import Database
 from heapdb.errors import ParameterError
-from heapdb.loader.analysis import views
+from heapdb.loader import views
 from heapdb.queries import params
 from heapdb.queries.questions import Questions
 from heapdb.service.app import create_app

@@ -20,8 +20,8 @@ from heapdb.cli.steps import (
     rules_options,
 )
 from heapdb.errors import HeapdbError, RuleError
-from heapdb.loader import analysis
-from heapdb.loader.analysis import Semantics, views
+from heapdb.loader import analysis, views
+from heapdb.loader.analysis import Semantics
 from heapdb.loader.graph import HeapGraph
 from heapdb.loader.report import AnalysisReport, ObjectRow, analysis_report
 from heapdb.loader.rules import CompiledRules, RulesSummary, compile_rules, rules_summary

@@ -65,6 +65,7 @@ def load(
     from heapdb.loader import store
     from heapdb.loader.store.lifecycle import check_tag
 
+    command_started = time.monotonic()
     check_tag(tag)  # at once, not after reading and analysing the file
     if disabled and rules == NO_RULES:
         raise click.UsageError("--disable-group has no rules to switch off with --rules none")
@@ -79,10 +80,13 @@ def load(
     data, analysed_with = analyse_for_store(graph, choice, _say)
     analyse_seconds = time.monotonic() - started
 
+    ready_after = 0.0
+
     def ready(report: store.LoadReport) -> None:
-        first = read_seconds + analyse_seconds + report.ready_seconds
+        nonlocal ready_after
+        ready_after = time.monotonic() - command_started
         _say(
-            f"{tag!r} answers questions now ({first:.1f} s since the start); writing its other objects and its references"
+            f"{tag!r} answers questions now ({ready_after:.1f} s since the start); writing its other objects and its references"
         )
 
     with db.connect() as database:
@@ -111,7 +115,7 @@ def load(
                     "seconds": report.seconds,
                     "writer": report.writer,
                     # From the start of the command until the snapshot answered questions.
-                    "ready_after": read_seconds + analyse_seconds + report.ready_seconds,
+                    "ready_after": ready_after,
                     **({"rules": analysed_with} if analysed_with is not None else {}),
                 },
                 indent=2,

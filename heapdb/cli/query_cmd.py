@@ -27,7 +27,7 @@ from heapdb.cli.options import (
     render_answer,
     timeout_option,
 )
-from heapdb.loader.analysis import views
+from heapdb.loader import views
 from heapdb.loader.store import Snapshot
 from heapdb.queries import catalog, params
 from heapdb.queries.questions import Questions

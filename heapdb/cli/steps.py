@@ -1,7 +1,12 @@
 """The read and analyse steps that several commands share, each behind a progress bar, the rule
 set a command analyses with (:func:`choose_rules`, with its options :func:`rules_options`; what
 compiled rules give the analysis, :func:`analysis_options`), and the analysis of a graph about to
-be stored (:func:`analyse_for_store`)."""
+be stored (:func:`analyse_for_store`).
+
+The analysis is imported inside the functions that run it: it loads numba, and the commands that
+share a module with this one but only ask the database (`heapdb snapshots`, `heapdb drop`) must
+start without it (tests/test_startup.py).
+"""
 
 from __future__ import annotations
 
@@ -17,12 +22,13 @@ import click
 import numpy as np
 
 from heapdb.errors import NotFound, RuleError
-from heapdb.loader import analysis, formats
+from heapdb.loader import formats
 from heapdb.loader.graph import HeapGraph
 from heapdb.progress import bar
 
 if TYPE_CHECKING:
     from heapdb.db import Database
+    from heapdb.loader import analysis
     from heapdb.loader.rules import CompiledRules, RuleSet
     from heapdb.loader.store import LoadInput
     from heapdb.loader.store.rulesets import RuleSetRecord
@@ -69,6 +75,8 @@ def read_with_progress(path: str | os.PathLike[str]) -> tuple[str, HeapGraph]:
 
 def analyse_with_progress(graph: HeapGraph, **options: Any) -> analysis.Analysis:
     """:func:`heapdb.loader.analysis.analyze` with a bar over its steps."""
+    from heapdb.loader import analysis
+
     with bar("analyse", total=len(analysis.STEPS), unit="step", unit_scale=False) as b:
 
         def step(_name: str) -> None:
@@ -190,6 +198,7 @@ def analyse_for_store(
     """Analyse ``graph`` (under ``choice``'s rules, if any) for a load: what the writer stores, and
     the ``:Snapshot`` properties that record the rules (None for the plain analysis). The stored
     references (:REF, :WEAK_REF) follow the runtime's own rules either way. Warnings go to ``say``."""
+    from heapdb.loader import analysis
     from heapdb.loader.rules import compile_rules
     from heapdb.loader.store import LoadInput
 
@@ -223,6 +232,8 @@ def analyse_for_store(
 
 def _notes(result: analysis.Analysis, compiled: CompiledRules) -> dict[str, Any]:
     """The known leaks (spread down the dominator tree) and verdicts of a load, for LoadInput."""
+    from heapdb.loader import analysis
+
     reasons = tuple(r.reason for r in compiled.known_leaks)
     known = None if compiled.known_leak is None else analysis.spread_down(result, compiled.known_leak)
     verdict = compiled.verdict

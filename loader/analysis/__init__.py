@@ -37,13 +37,11 @@ import numpy as np
 
 from heapdb.loader.analysis import kernels
 from heapdb.loader.analysis.ranking import largest_first_of
+from heapdb.loader.graph import IGNORED as IGNORED
+from heapdb.loader.graph import MAX_OWNS_WEIGHT as MAX_OWNS_WEIGHT
+from heapdb.loader.graph import NO_RULE as NO_RULE
 from heapdb.loader.graph import SYNTHETIC_KIND, HeapGraph
-
-# Per-reference weights that rules assign (int8, one per edge, indexed like ``graph.edge_to``).
-NO_RULE = 0  # a reference no rule names
-WEAK_WEIGHT = -1  # rule "weak": yields to any other reference into the same object
-IGNORED = -128  # rule "ignore": never retains, never on a retainer path
-MAX_OWNS_WEIGHT = 127  # rule "owns(weight)" takes 1..127; a bare "owns" is 1
+from heapdb.loader.graph import WEAK_WEIGHT as WEAK_WEIGHT
 
 # The steps :func:`analyze` reports through ``on_step``, in order.
 STEPS = ("retaining edges", "numbering", "dominators", "retained sizes", "distances")

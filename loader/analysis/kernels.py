@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from heapdb.loader.graph import EdgeKind
+from heapdb.loader.graph import IGNORED, EdgeKind
 
 _WEAK = np.uint8(EdgeKind.WEAK)
 _SHORTCUT = np.uint8(EdgeKind.SHORTCUT)
@@ -414,10 +414,9 @@ def move_owned_sizes(edge_start, edge_to, edge_kind, self_size, owned, synthetic
     return sizes
 
 
-# Rule weights (see "Rule weights" in docs/analysis.md). IGNORED equals
-# heapdb.loader.analysis.IGNORED; no retaining reference keeps that weight once the ignored ones
-# are dropped, so the kernels below also use it as "no reference seen yet".
-_IGNORED = np.int8(-128)
+# Rule weights (see "Rule weights" in docs/analysis.md). No retaining reference keeps IGNORED once
+# the ignored ones are dropped, so the kernels below also use it as "no reference seen yet".
+_IGNORED = np.int8(IGNORED)
 
 
 @njit(cache=True)

@@ -10,7 +10,9 @@ are bucketed, compiled into arrays the analysis takes.
 
 from __future__ import annotations
 
-from heapdb.loader.rules.compiler import CompiledRules, Selection, compile_rules
+from typing import TYPE_CHECKING
+
+from heapdb.lazy import lazy_attributes
 from heapdb.loader.rules.model import (
     DEFAULT_GROUP,
     FORMAT_VERSION,
@@ -33,11 +35,30 @@ from heapdb.loader.rules.model import (
     WeakRule,
 )
 from heapdb.loader.rules.parse import RULE_KINDS, load_rules, parse_rules
-from heapdb.loader.rules.summary import BucketRow, RulesSummary, rules_summary
 
-# The contract names the compiler ``compile``; ``compile_rules`` avoids shadowing the builtin inside
-# this package, and both names work.
-compile = compile_rules
+if TYPE_CHECKING:
+    from heapdb.loader.rules.compiler import CompiledRules, Selection, compile_rules
+    from heapdb.loader.rules.summary import BucketRow, RulesSummary, rules_summary
+
+    compile = compile_rules
+
+# The compiler and the summary need the analysis, and so numba (a quarter of a second to import):
+# they are imported on first use, so that what only parses rules (the questions' ignore lists, the
+# rule-set listing) starts without them. The contract names the compiler ``compile``;
+# ``compile_rules`` avoids shadowing the builtin inside this package, and both names work.
+__getattr__ = lazy_attributes(
+    __name__,
+    {
+        "CompiledRules": "compiler",
+        "Selection": "compiler",
+        "compile_rules": "compiler",
+        "compile": "compiler:compile_rules",
+        "BucketRow": "summary",
+        "RulesSummary": "summary",
+        "rules_summary": "summary",
+    },
+)
+
 
 __all__ = [
     "DEFAULT_GROUP",

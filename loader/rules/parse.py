@@ -17,8 +17,7 @@ from typing import Any, NoReturn
 
 from heapdb.errors import ParameterError, RuleError
 from heapdb.gatecheck import GATE_CHECKS
-from heapdb.loader.analysis import MAX_OWNS_WEIGHT
-from heapdb.loader.graph import EDGE_KIND_NAMES, EdgeKind
+from heapdb.loader.graph import EDGE_KIND_NAMES, MAX_OWNS_WEIGHT, EdgeKind
 from heapdb.loader.rules.model import (
     DEFAULT_GROUP,
     FORMAT_VERSION,

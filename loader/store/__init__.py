@@ -3,6 +3,7 @@
 The data model is described, with example Cypher, in ``docs/data-model.md``. One job per module:
 
 - :mod:`.schema`: the store version and the constraints and indexes (:func:`ensure_schema`);
+- :mod:`.listings`: the type listings and dropped references stored as byte arrays;
 - :mod:`.summaries`: :class:`LoadInput`, a graph with its analysis, and the group totals and top
   ranks computed from it at load;
 - :mod:`.snapshots`: the typed :class:`Snapshot` record, :func:`list_snapshots`, :func:`get_snapshot`;
@@ -19,13 +20,37 @@ The data model is described, with example Cypher, in ``docs/data-model.md``. One
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from heapdb.lazy import lazy_attributes
 from heapdb.loader.store.lifecycle import delete_objects, drop
+from heapdb.loader.store.listings import DroppedReferences, TypeListing
 from heapdb.loader.store.readback import StoredGraph, read_back
-from heapdb.loader.store.rows import object_batch
 from heapdb.loader.store.schema import SCHEMA, STORE_VERSION, ensure_schema
 from heapdb.loader.store.snapshots import Snapshot, get_snapshot, list_snapshots
-from heapdb.loader.store.summaries import TOP_RANKS, DroppedReferences, LoadInput, TypeListing, reference_label
-from heapdb.loader.store.writer import DEFAULT_BATCH, WRITERS, LoadReport, load
+
+if TYPE_CHECKING:
+    from heapdb.loader.store.rows import object_batch
+    from heapdb.loader.store.summaries import TOP_RANKS, LoadInput, reference_label
+    from heapdb.loader.store.writer import DEFAULT_BATCH, WRITERS, LoadReport, load
+
+# What only a load needs pulls in the analysis, and so numba (a quarter of a second to import): it
+# is imported on first use, so that the questions, which list, read and drop snapshots, start
+# without it.
+__getattr__ = lazy_attributes(
+    __name__,
+    {
+        "object_batch": "rows",
+        "TOP_RANKS": "summaries",
+        "LoadInput": "summaries",
+        "reference_label": "summaries",
+        "DEFAULT_BATCH": "writer",
+        "WRITERS": "writer",
+        "LoadReport": "writer",
+        "load": "writer",
+    },
+)
+
 
 __all__ = [
     "DEFAULT_BATCH",

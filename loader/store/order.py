@@ -15,10 +15,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from heapdb.loader.store.summaries import LoadInput
+if TYPE_CHECKING:  # the summaries import the paths' kernels, and numba: questions read this module
+    from heapdb.loader.store.summaries import LoadInput
+
 
 # Suspects answer while the objects are still written down to this share of the reachable heap
 # (`heapdb suspects --share`; the default, 0.1, is a hundred times more): the objects retaining at

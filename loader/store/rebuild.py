@@ -50,8 +50,9 @@ from heapdb.errors import RebuildError
 from heapdb.loader.graph import HeapGraph
 from heapdb.loader.store.admin_import import ImportFiles, run_import
 from heapdb.loader.store.lifecycle import check_tag, loader_alive, unfinished
+from heapdb.loader.store.listings import DroppedReferences, TypeListing
 from heapdb.loader.store.schema import ensure_schema
-from heapdb.loader.store.summaries import DroppedReferences, LoadInput, TypeListing
+from heapdb.loader.store.summaries import LoadInput
 from heapdb.loader.store.writer import snapshot_properties, write_groups
 
 Say = Callable[[str], None]

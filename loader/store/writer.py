@@ -35,10 +35,11 @@ from heapdb.errors import LoadError
 from heapdb.loader.store import bulk
 from heapdb.loader.store.bulk import Batch
 from heapdb.loader.store.lifecycle import HEARTBEAT_SECONDS, claim, hide, start_purge
+from heapdb.loader.store.listings import DroppedReferences, TypeListing
 from heapdb.loader.store.order import WriteOrder, write_order
 from heapdb.loader.store.rows import OBJECT_COLUMNS, REFERENCE_COLUMNS, REFERENCE_TYPES, object_batch, reference_batch
 from heapdb.loader.store.schema import STORE_VERSION, ensure_schema
-from heapdb.loader.store.summaries import DroppedReferences, LoadInput, TypeListing
+from heapdb.loader.store.summaries import LoadInput
 
 DEFAULT_BATCH = 20_000  # rows per write transaction
 
@@ -52,7 +53,9 @@ class LoadReport:
     objects: int
     references: int
     seconds: dict[str, float] = field(default_factory=dict)
-    ready_seconds: float = 0.0  # from the start of the write until the snapshot answered questions
+    # Wall time from the call until the snapshot answered questions: the phases, and what lies
+    # between them (the schema check, claiming the tag), which on a large snapshot is not nothing.
+    ready_seconds: float = 0.0
     writer: str = "cypher"  # what wrote it: "plugin" (heapdb's Neo4j plugin) or "cypher" (see WRITERS)
 
     @property
@@ -217,6 +220,7 @@ def load(
     ``writer`` is one of :data:`WRITERS`. ``analysed_with``: extra ``:Snapshot`` properties that
     say what the analysis ran with (a load under rules: ``rules``, ``rules_digest``...).
     """
+    began = time.monotonic()
     g = data.graph
     plugin = _use_plugin(database, writer, say)
     ensure_schema(database)
@@ -241,11 +245,14 @@ def load(
         hide(database, leftovers)
         start_purge(database)
     try:
+        started = time.monotonic()
         ranks = data.top_ranks()
         order = write_order(data, ranks)
+        report.seconds["order"] = time.monotonic() - started
         with _Heartbeat(database, sid) as heartbeat:
             steps = _Steps(database, data, sink, report, batch_size, workers, heartbeat, ranks, order)
             steps.first_objects_and_groups()
+            report.ready_seconds = time.monotonic() - began
             _switch(database, sid, replaced, report)
             if replaced:
                 start_purge(database)
@@ -428,7 +435,6 @@ def _listing_batches(listings: Iterator[tuple[str, TypeListing]], most: int) -> 
 
 def _switch(database: Database, sid: int, replaced: list[int], report: LoadReport) -> None:
     """In one transaction the new snapshot becomes the tag's and the old ones stop being."""
-    report.ready_seconds = report.total_seconds
     database.write(
         "MATCH (n:Snapshot {sid: $sid}) "
         "OPTIONAL MATCH (old:Snapshot) WHERE old.sid IN $replaced SET old.status = 'dropping' "

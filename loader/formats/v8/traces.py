@@ -39,6 +39,8 @@ _SHARED_EDGE = "shared"
 _SCRIPT_EDGES = ("script_or_debug_info", "script")
 # Located closures tried per unnamed script id before giving up on naming it.
 _SCRIPT_PROBES = 8
+# Script ids below this are grouped through a table by id (4 bytes an entry); others by a sort.
+_SCRIPT_ID_TABLE = 1 << 20
 _MAX_INT32 = 0x7FFFFFFF
 
 _INT_ERRORS = {
@@ -333,14 +335,23 @@ def _locations(
         raise FormatError(
             path, f"location {k}'s object_index {int(position[k])} is not a node position", record="locations"
         )
-    # V8 writes one location per object; should one appear twice, the first is kept.
-    node, first = np.unique(node, return_index=True)
-    rows = rows[first]
+    # V8 writes one location per object, in node order; should one appear twice (or out of order),
+    # the first is kept. In order, as always seen, there is nothing to sort.
+    if node.shape[0] > 1 and not bool((node[1:] > node[:-1]).all()):
+        node, first = np.unique(node, return_index=True)
+        rows = rows[first]
     script_ids = rows[:, 1].astype(np.int32)
     # Scripts are few (tens), located objects many: name each distinct script id once, then spread.
-    # (searchsorted, not unique's return_inverse: several times faster on a column of many rows.)
-    distinct = np.unique(script_ids)
-    which = np.searchsorted(distinct, script_ids)
+    # V8 numbers scripts from 0 up, so a table by id finds each row's script without a sort.
+    if script_ids.min() >= 0 and script_ids.max() < _SCRIPT_ID_TABLE:
+        seen = np.bincount(script_ids)
+        distinct = np.flatnonzero(seen).astype(np.int32)
+        slot = np.zeros(seen.shape[0], dtype=np.int64)
+        slot[distinct] = np.arange(distinct.shape[0])
+        which = slot[script_ids]
+    else:
+        distinct = np.unique(script_ids)
+        which = np.searchsorted(distinct, script_ids)
     by_script = np.argsort(which, kind="stable")  # each script's objects, in node order
     bounds = np.searchsorted(which[by_script], np.arange(distinct.shape[0] + 1)).tolist()
     names = np.full(distinct.shape[0], -1, dtype=np.int32)

@@ -19,14 +19,16 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from heapdb.loader.analysis import Analysis
 from heapdb.loader.graph import HeapGraph
-from heapdb.loader.paths import first_paths, path_hops
 from heapdb.loader.pathtree import build_tree
 from heapdb.units import human_bytes, short_name
+
+if TYPE_CHECKING:  # the analysis imports its numba kernels; the stored views never call them
+    from heapdb.loader.analysis import Analysis
 
 LABEL_WIDTH = 100  # characters of one step's label in the text view
 
@@ -80,6 +82,10 @@ def lifeline_rows(graph: HeapGraph, result: Analysis, type_name: str, name_conta
     contains ``name_contains``, the root and synthetic objects (its root groups) aside. First paths are taken over ``result.retaining`` from ``result.root``
     (so under rules and under ``--root`` too), exactly as a load stores them.
     """
+    # Here, not at the top: the paths' kernels import numba, which the questions merging stored rows
+    # (lifelines) never call.
+    from heapdb.loader.paths import first_paths, path_hops
+
     wanted = [i for i, s in enumerate(graph.strings) if s == type_name]
     selected = result.reachable & np.isin(graph.type, wanted) & ~graph.synthetic_nodes()
     selected[result.root] = False
