@@ -51,6 +51,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.analysis import heapdb_environment
+
 REPO = Path(__file__).resolve().parent.parent
 JAVA_DIR = Path(__file__).resolve().parent / "java"
 VISUALVM_HEAP_JAR = Path("/usr/share/visualvm/visualvm/modules/org-graalvm-visualvm-lib-jfluid-heap.jar")
@@ -140,8 +142,8 @@ def make_dump(work: Path, classes: Path, customers: int) -> Path:
 
 
 def heapdb_analyze(dump: Path) -> dict[str, Any]:
-    """``heapdb analyze DUMP --json`` as a person runs it (no progress bars: stderr is not a terminal)."""
-    env = {**os.environ, "HEAPDB_PROGRESS": "0"}
+    """``heapdb analyze DUMP --json`` as a person runs it."""
+    env = heapdb_environment()
     before = load()
     done = run_process([sys.executable, "-m", "heapdb", "analyze", str(dump), "--json", "--top", str(TOP)], env)
     report = json.loads(done.pop("stdout"))

@@ -147,8 +147,8 @@ class HeapGraph:
 
     def synthetic_nodes(self) -> np.ndarray:
         """bool[n]: the nodes of kind :data:`SYNTHETIC_KIND` (the root layout, V8's root groups)."""
-        kinds = [i for i, name in enumerate(self.node_kinds) if name == SYNTHETIC_KIND]
-        return np.isin(self.kind, kinds)
+        # A lookup table by kind: the result's size and no more (np.isin widens the kinds first).
+        return np.array([name == SYNTHETIC_KIND for name in self.node_kinds], dtype=bool)[self.kind]
 
     def transient_root_groups(self) -> np.ndarray:
         """bool[n]: the synthetic nodes named in :data:`TRANSIENT_ROOT_GROUPS`."""

@@ -79,10 +79,17 @@ def root_children(graph: HeapGraph, result: Analysis) -> list[int]:
     return held[np.argsort(-result.retained_size[held], kind="stable")].tolist()
 
 
-def analysis_report(path: str, graph: HeapGraph, result: Analysis, top: int) -> AnalysisReport:
-    """The report of ``heapdb analyze`` on ``graph`` (read from ``path``), listing ``top`` objects."""
+def analysis_report(
+    path: str, graph: HeapGraph, result: Analysis, top: int, *, looked_through: np.ndarray | None = None
+) -> AnalysisReport:
+    """The report of ``heapdb analyze`` on ``graph`` (read from ``path``), listing ``top`` objects.
+
+    ``looked_through`` (bool[n]) marks the runtime's bookkeeping objects the top retainers look
+    through to the program's (a rule set's ``internal`` rules), as a load's top ranks do.
+    """
     # Synthetic nodes are the snapshot's root bookkeeping; they would top every list.
     synthetic = graph.synthetic_nodes()
+    excluded = synthetic if looked_through is None else synthetic | looked_through
     return AnalysisReport(
         file=path,
         format=graph.meta.get("format"),
@@ -95,7 +102,7 @@ def analysis_report(path: str, graph: HeapGraph, result: Analysis, top: int) -> 
         unreachable_objects=result.unreachable_count,
         root=ObjectRow.of(graph, result, result.root),
         roots=tuple(ObjectRow.of(graph, result, i) for i in root_children(graph, result)[:top]),
-        top_retainers=tuple(ObjectRow.of(graph, result, int(i)) for i in result.top_retainers(top, exclude=synthetic)),
+        top_retainers=tuple(ObjectRow.of(graph, result, int(i)) for i in result.top_retainers(top, exclude=excluded)),
     )
 
 

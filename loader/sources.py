@@ -76,7 +76,9 @@ class SourceLocations:
 
     def texts_of(self, strings: list[str], nodes: np.ndarray) -> tuple[np.ndarray, list[str]]:
         """The locations of ``nodes`` (ascending): (the offsets in ``nodes`` of those located, their texts)."""
-        at = np.searchsorted(self.node, nodes)
+        # Searched as int32, like ``node``: numpy would otherwise copy all of ``node`` to int64 for
+        # every call (5 MiB for a row of `heapdb analyze` on a 220 MB V8 snapshot).
+        at = np.searchsorted(self.node, nodes.astype(self.node.dtype, copy=False))
         located = at < self.node.shape[0]
         located[located] = self.node[at[located]] == nodes[located]
         rows = at[located]

@@ -272,3 +272,21 @@ def test_luau_functions_are_located_at_their_proto(tmp_path: Path) -> None:
         else:
             assert location_of(g, node) is None
     assert any(obj["type"] == "function" and "proto" in obj for obj in objects.values())
+
+
+def test_a_location_is_found_without_copying_the_table(graph: HeapGraph) -> None:
+    """Looking one object's location up allocates about nothing: the node indexes are searched in
+    the table's own type (a search in int64 would copy the whole table for every row shown)."""
+    import tracemalloc
+
+    locations = graph.locations
+    assert locations is not None and locations.node.shape[0] > 1000
+    located = int(locations.node[locations.node.shape[0] // 2])
+    tracemalloc.start()
+    try:
+        text = locations.text(graph.strings, located)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert text is not None and text == location_of(graph, located)
+    assert peak < locations.node.nbytes // 2

@@ -147,3 +147,35 @@ def test_lazy_names_resolve() -> None:
     for package in (rules, store):
         for name in package.__all__:
             assert getattr(package, name) is not None, f"{package.__name__}.{name}"
+
+
+EXIT_CHECK = """
+import atexit, gc, sys
+import heapdb.cli
+freezes = []
+# Registered before heapdb's own handler, so run after it: what the interpreter is left with.
+atexit.register(lambda: print("frozen", gc.get_freeze_count() > 0, len(freezes), file=sys.stderr))
+freeze = heapdb.cli._freeze
+heapdb.cli._freeze = lambda: (freezes.append(1), freeze())
+for _ in range(int(sys.argv[1])):
+    try:
+        heapdb.cli.main(["analyze", "--help"], prog_name="heapdb")
+    except SystemExit:
+        pass
+"""
+
+
+def exit_check(commands: int) -> tuple[bool, int]:
+    """Run ``commands`` heapdb commands in one fresh interpreter: whether its objects were frozen
+    when it shut down, and how many times heapdb froze them."""
+    done = subprocess.run([sys.executable, "-c", EXIT_CHECK, str(commands)], capture_output=True, text=True, check=True)
+    _, frozen, freezes = done.stderr.strip().splitlines()[-1].split()
+    return frozen == "True", int(freezes)
+
+
+def test_exit_skips_the_last_collections() -> None:
+    """A command leaves the interpreter's objects where the collector no longer looks at shutdown
+    (heapdb.cli.skip_collection_at_exit), once however many commands one process runs."""
+    assert exit_check(0) == (False, 0)
+    assert exit_check(1) == (True, 1)
+    assert exit_check(2) == (True, 1)

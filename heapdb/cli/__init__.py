@@ -11,8 +11,10 @@ none of numpy, numba, pydantic or the Neo4j driver; ``heapdb analyze`` nothing o
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import ctypes
+import gc
 import importlib
 import os
 import sys
@@ -259,6 +261,7 @@ def main(ctx: click.Context, debug: bool) -> None:
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug
     return_large_frees()
+    skip_collection_at_exit()
 
 
 def return_large_frees() -> None:
@@ -282,6 +285,26 @@ def return_large_frees() -> None:
         return
     mallopt(M_MMAP_THRESHOLD, LARGE_BLOCK)
     mallopt(M_TRIM_THRESHOLD, HEAP_KEEP)
+
+
+def skip_collection_at_exit() -> None:
+    """Spare the interpreter's last garbage collections: at exit, every object tracked so far is
+    moved where the collector no longer looks.
+
+    While the interpreter shuts down it runs the cyclic collector several times over every module,
+    function and class numba, numpy and the Neo4j driver brought in; after `heapdb analyze` on a
+    220 MB V8 snapshot that took 0.15 s of its 2 s. Memory is the system's again a moment later,
+    and objects are still released as their modules are torn down; only cycles that exist at exit
+    are left uncollected, which the process ending frees anyway. Registered once, however many
+    commands one process runs (the tests run many).
+    """
+    atexit.unregister(_freeze)
+    atexit.register(_freeze)
+
+
+def _freeze() -> None:
+    # A function of heapdb's own: atexit.unregister does not find gc.freeze itself again.
+    gc.freeze()
 
 
 def run() -> None:  # pragma: no cover - console entry for `python -m heapdb`

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -23,7 +23,7 @@ from heapdb.errors import HeapdbError, RuleError
 from heapdb.loader import analysis, views
 from heapdb.loader.analysis import Semantics
 from heapdb.loader.graph import HeapGraph
-from heapdb.loader.report import AnalysisReport, ObjectRow, analysis_report
+from heapdb.loader.report import AnalysisReport, analysis_report
 from heapdb.loader.rules import CompiledRules, RulesSummary, compile_rules, rules_summary
 from heapdb.loader.rules.defaults import default_rules
 from heapdb.units import human_bytes, short_name
@@ -201,13 +201,15 @@ def analyze(
     result = analyse_with_progress(
         graph, semantics=None if semantics == "auto" else semantics, devtools_sizes=devtools_sizes, **options
     )
-    report = analysis_report(file, graph, result, top)
+    # Only what the top retainers look through is kept, not each object's holder beyond it: the
+    # report ranks the objects next, which sets this command's peak memory.
+    through = None
+    if compiled is not None and compiled.internal is not None:
+        through = analysis.look_through(result, compiled.internal).through
+    report = analysis_report(file, graph, result, top, looked_through=through)
     summary = None
     if compiled is not None:
         assert choice is not None
-        look = None if compiled.internal is None else analysis.look_through(result, compiled.internal)
-        if look is not None:
-            report = _looking_through(report, graph, result, look, top)
         summary = rules_summary(
             graph,
             result,
@@ -216,7 +218,7 @@ def analyze(
             disabled_groups=choice.disabled_groups,
             default_rules=runtime,
             default_groups=_default_groups_on(compiled, runtime),
-            look_through=look,
+            looked_through=through,
         )
     lifelines = None
     if lifelines_type is not None:
@@ -281,17 +283,6 @@ def _default_groups_on(compiled: CompiledRules, runtime: str | None) -> tuple[st
         return ()
     applied = {rule.group for rule in compiled.rules}
     return tuple(name for name in default_rules(runtime).group_names if name in applied)
-
-
-def _looking_through(
-    report: AnalysisReport, graph: HeapGraph, result: analysis.Analysis, look: analysis.LookThrough, top: int
-) -> AnalysisReport:
-    """``report`` with its top retainers looking through the runtime's bookkeeping objects
-    (``internal`` rules), as a load's top ranks do: a closure's context or a Map's backing store
-    that holds the program's objects gives way to them."""
-    exclude = graph.synthetic_nodes() | look.through
-    rows = tuple(ObjectRow.of(graph, result, int(i)) for i in result.top_retainers(top, exclude=exclude))
-    return replace(report, top_retainers=rows)
 
 
 def _node_of(graph: HeapGraph, object_id: int) -> int:

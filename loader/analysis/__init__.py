@@ -103,10 +103,10 @@ class Analysis:
         The root is never listed; ``exclude`` (bool[n]) drops more, e.g. synthetic root-kind nodes.
         Ties go to the lower object id (:func:`~heapdb.loader.analysis.ranking.largest_first`).
         """
-        keep = self.reachable.copy()
-        keep[self.root] = False
+        keep = self.reachable.copy() if exclude is None else np.logical_not(exclude)
         if exclude is not None:
-            keep &= ~exclude
+            keep &= self.reachable
+        keep[self.root] = False
         return largest_first_of(self.retained_size, self.ids, keep, count)
 
 

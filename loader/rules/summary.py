@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from heapdb.loader.analysis import IGNORED, WEAK_WEIGHT, Analysis, LookThrough, outermost_members
+from heapdb.loader.analysis import IGNORED, WEAK_WEIGHT, Analysis, outermost_members
 from heapdb.loader.graph import HeapGraph
 from heapdb.loader.rules.compiler import CompiledRules
 
@@ -70,13 +70,13 @@ def rules_summary(
     disabled_groups: tuple[str, ...] = (),
     default_rules: str | None = None,
     default_groups: tuple[str, ...] = (),
-    look_through: LookThrough | None = None,
+    looked_through: np.ndarray | None = None,
 ) -> RulesSummary:
     """Summarise ``result`` (an analysis run under ``compiled``: its ``edge_weight`` when weighted).
 
     ``rules_file`` names the team's rule file or stored set (None: the default rules alone);
     ``default_rules`` and ``default_groups`` say which runtime's default rules followed and which
-    of their groups were on; ``look_through`` is what the top retainers looked through."""
+    of their groups were on; ``looked_through`` (bool[n]) is what the top retainers looked through."""
     weight = compiled.edge_weight
     ambiguous = result.ambiguous
     examples = tuple(ObjectRef(graph.type_name(int(i)), int(graph.ids[int(i)])) for i in ambiguous[:EXAMPLES])
@@ -101,7 +101,7 @@ def rules_summary(
         verdict_rules=len(compiled.verdicts),
         default_rules=default_rules,
         default_groups=default_groups,
-        looked_through_objects=0 if look_through is None else int(np.count_nonzero(look_through.through)),
+        looked_through_objects=0 if looked_through is None else int(np.count_nonzero(looked_through)),
         transient_objects=0 if compiled.transient is None else int(np.count_nonzero(compiled.transient)),
     )
 
