@@ -7,11 +7,24 @@
 // One row: the types that float up to the root, most retained first (`rows`, at most `limit`), and
 // the totals over all of them. A root group is a synthetic object such as `(GC roots)` whose
 // immediate dominator is the root or another root group; neither they nor the root are listed. No
-// floating object dominates another, so their retained sizes add up. Reads every object of the
-// snapshot once to find the synthetic ones, then the dominator index.
+// floating object dominates another, so their retained sizes add up. The synthetic objects are
+// the ones the snapshot lists (`root_group_ids`); on one stored before that list was recorded,
+// every object is read to find them. Then the dominator index.
 MATCH (s:Snapshot {tag: $tag, status: 'ready'})
 CALL (s) {
-  MATCH (r:Object {sid: s.sid}) WHERE r.id IS NOT NULL AND r.kind = 'synthetic' AND r.reachable AND NOT r:Root
+  CALL (s) {
+    UNWIND coalesce(s.root_group_ids, []) AS listed
+    MATCH (r:Object {sid: s.sid, id: listed})
+    RETURN r
+    UNION
+    WITH s WHERE s.root_group_ids IS NULL
+    CALL (s) {
+      MATCH (r:Object {sid: s.sid}) WHERE r.id IS NOT NULL
+      RETURN r
+    }
+    RETURN r
+  }
+  WITH r WHERE r.id IS NOT NULL AND r.kind = 'synthetic' AND r.reachable AND NOT r:Root
   WITH r ORDER BY r.distance
   // A dominator is nearer the root than what it dominates: by distance, each group's parent comes first.
   WITH collect(r) AS groups

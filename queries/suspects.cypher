@@ -13,11 +13,28 @@
 // is where that stops, an object whose retained size is far larger than any one child's: typically
 // the collection the leaked objects pile up in. It comes with its direct children in the dominator
 // tree, the largest child's retained size and the number of steps from the suspect.
+//
+// A snapshot lists its root and root groups (`root_group_ids`), so the candidates come from the
+// dominator index, a few seeks for the few objects big enough; one stored before that was recorded
+// has each of its objects read.
 MATCH (s:Snapshot {tag: $tag, status: 'ready'})
-MATCH (o:Object {sid: s.sid})
-WHERE o.id IS NOT NULL AND o.retained_size >= $min_retained AND o.reachable AND o.kind <> 'synthetic' AND NOT o:Root
-MATCH (d:Object {sid: s.sid, id: o.dom})
-WHERE d:Root OR d.kind = 'synthetic'
+CALL (s) {
+  UNWIND coalesce(s.root_group_ids, []) AS top
+  MATCH (o:Object {sid: s.sid, dom: top})
+  WHERE o.retained_size >= $min_retained
+  RETURN o
+  UNION
+  WITH s WHERE s.root_group_ids IS NULL
+  CALL (s) {
+    MATCH (o:Object {sid: s.sid})
+    WHERE o.id IS NOT NULL AND o.retained_size >= $min_retained
+    MATCH (d:Object {sid: s.sid, id: o.dom})
+    WHERE d:Root OR d.kind = 'synthetic'
+    RETURN o
+  }
+  RETURN o
+}
+WITH s, o WHERE o.id IS NOT NULL AND o.reachable AND o.kind <> 'synthetic' AND NOT o:Root
 WITH s, o ORDER BY o.retained_size DESC, o.id LIMIT $limit
 CALL (s, o) {
   // One step down per round; a round that finds no such child ends the walk (the chain stops

@@ -8,6 +8,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from heapdb.loader import analysis, formats
 from heapdb.loader.store import LoadInput
@@ -48,7 +49,7 @@ def test_the_first_objects_are_those_early_answers_name_closed_under_both_trees(
     assert descended > 0
 
     # Closed: why-alive and dominators about an early object walk only early objects.
-    holders = data.first_path_holders()
+    holders = data.paths.holder
     members = np.flatnonzero(early)
     for parents in (holders[members], result.idom[members]):
         assert early[parents[parents >= 0]].all()
@@ -62,3 +63,19 @@ def test_the_first_objects_are_those_early_answers_name_closed_under_both_trees(
     for i in np.random.default_rng(7).choice(n, 2000, replace=False).tolist() + candidates.tolist():
         assert order.dominates[i] == len(children[i])
         assert order.largest_dominated[i] == max((int(retained[c]) for c in children[i]), default=0)
+
+
+def test_the_root_groups_listed_and_their_bound(leak_snapshot: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A snapshot lists its root and synthetic objects (where suspects starts), and lists nothing
+    past the bound, where suspects reads every object instead."""
+    from heapdb.loader.store import summaries
+
+    g = formats.read_graph(leak_snapshot)
+    data = LoadInput.from_analysis(g, analysis.analyze(g))
+    synthetic = [i for i in range(g.node_count) if g.node_kinds[g.kind[i]] == "synthetic" or i == g.root]
+    listed = data.root_groups_property()["root_group_ids"]
+    assert sorted(listed) == sorted(int(g.ids[i]) for i in synthetic) and len(listed) > 1
+    monkeypatch.setattr(summaries, "MAX_ROOT_GROUPS", len(listed))
+    assert data.root_groups_property() == {"root_group_ids": listed}
+    monkeypatch.setattr(summaries, "MAX_ROOT_GROUPS", len(listed) - 1)
+    assert data.root_groups_property() == {}

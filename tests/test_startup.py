@@ -79,6 +79,8 @@ def test_analyze_loads_no_database_or_web_code(tmp_path: Path) -> None:
     loaded = imported_by("analyze", "--json", str(path))
     assert loaded >= NUMERIC, "the run must have got as far as the analysis"
     assert not loaded & DATABASE_AND_WEB
+    # Its stderr is a pipe here: progress bars are off, and the bar library is not imported.
+    assert "tqdm" not in loaded and "heapdb" in loaded
 
 
 def test_command_table_matches_the_commands() -> None:

@@ -92,7 +92,7 @@ def write_order(data: LoadInput, ranks: tuple[np.ndarray, np.ndarray]) -> WriteO
         frontier = frontier[~descended[frontier]]
     early |= descended
     # Closed under first-path holders and immediate dominators: why-alive and dominators walk these.
-    holder = data.first_path_holders()
+    holder = data.paths.holder
     frontier = np.flatnonzero(early)
     while frontier.size:
         up = np.concatenate([holder[frontier], idom[frontier]])

@@ -29,6 +29,10 @@ from heapdb.units import shorten
 TOP_RANKS = 1000  # how far top lists go (the API's largest limit); see LoadInput.top_ranks
 # How many members a path group names, largest retained first (leaks-paths' largest `samples`).
 PATH_SAMPLES = 20
+# A snapshot lists its root and root groups (root_groups_property) when it has at most this many:
+# suspects and heapdomstats start from them in the dominator index. Only a strange file has more;
+# those questions then read every object instead.
+MAX_ROOT_GROUPS = 4096
 # "None" in TreeIds' columns (0 can be an object id; this cannot). It is the writer's NULL, so these
 # columns go into a batch as they are and a missing parent is a missing property.
 NO_OBJECT = NULL
@@ -158,15 +162,11 @@ class LoadInput:
         dom = np.full(g.node_count, NO_OBJECT, dtype=np.int64)
         dominated = self.idom >= 0
         dom[dominated] = g.ids[self.idom[dominated]]
-        holders = self.first_path_holders()
+        holders = self.paths.holder
         reached = holders >= 0
         via = np.full(g.node_count, NO_OBJECT, dtype=np.int64)
         via[reached] = g.ids[holders[reached]]
         return TreeIds(dom=dom, via=via)
-
-    def first_path_holders(self) -> np.ndarray:
-        """int32[n]: the index of the object each object's first path arrives from (-1: none)."""
-        return self.paths.holder
 
     def path_sample_indexes(self) -> np.ndarray:
         """The members each path group names as its ``samples`` (see :meth:`path_groups`), as
@@ -228,6 +228,18 @@ class LoadInput:
             return {}
         rows.sort(key=lambda r: (-r["retained_size"], r["name"]))
         return {"buckets": json.dumps(rows)}
+
+    def root_groups_property(self) -> dict[str, list[int]]:
+        """The ``:Snapshot`` property ``root_group_ids``: the root's id and its synthetic objects'
+        (V8's ``(GC roots)`` and the other root groups), the only immediate dominators a leak
+        suspect can have; nothing when there are more than :data:`MAX_ROOT_GROUPS`."""
+        g = self.graph
+        groups = g.synthetic_nodes()
+        groups[g.root] = True
+        listed = np.flatnonzero(groups)
+        if listed.shape[0] > MAX_ROOT_GROUPS:
+            return {}
+        return {"root_group_ids": g.ids[listed].tolist()}
 
     def type_listings(self) -> Iterator[tuple[str, TypeListing]]:
         """Each type with a ``:TypeGroup`` (see :meth:`type_groups`) and the :class:`TypeListing`

@@ -297,6 +297,7 @@ def snapshot_properties(
         "reachable_size": data.reachable_size,
         "unreachable_count": int(g.node_count - np.count_nonzero(data.reachable)),
         "root_id": int(g.ids[g.root]),
+        **data.root_groups_property(),
         "meta": json.dumps({**{k: v for k, v in g.meta.items() if _jsonable(v)}, **(meta or {})}, sort_keys=True),
         # Under bucket rules: each bucket's totals (JSON text), what `diff --by bucket` compares.
         **data.buckets_property(),
