@@ -303,7 +303,7 @@ def skip_collection_at_exit() -> None:
 
 
 def _freeze() -> None:
-    # A function of heapdb's own: atexit.unregister does not find gc.freeze itself again.
+    # heapdb's own name for it, which tests/test_startup.py wraps to count the calls at exit.
     gc.freeze()
 
 
