@@ -13,7 +13,7 @@ import re
 import uuid
 from html.parser import HTMLParser
 from pathlib import Path
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from fastapi.testclient import TestClient
@@ -24,7 +24,7 @@ from heapdb.queries.questions import Questions
 from heapdb.service import links, pages
 from heapdb.service.app import create_app
 from tests.support.chromium import ChromiumPage
-from tests.support.pages import SCREENSHOTS, loaded_for_pages
+from tests.support.pages import LINKED_ID, SCREENSHOTS, loaded_for_pages
 from tests.support.serving import served
 from tests.support.snapshots import Loaded
 
@@ -69,7 +69,7 @@ def drawn_ids(html: str) -> set[int]:
     if "<svg" not in why:
         return set()
     svg = why[why.index("<svg") : why.index("</svg>")]
-    return {int(m) for m in re.findall(r"/objects/(-?\d+)", unquote(svg))}
+    return {int(m) for m in re.findall(LINKED_ID, svg)}
 
 
 def listed_path(html: str) -> list[int]:

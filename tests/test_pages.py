@@ -25,7 +25,7 @@ from heapdb.queries.questions import Questions
 from heapdb.service import links, pages
 from heapdb.service.app import create_app
 from tests.support.chromium import ChromiumPage
-from tests.support.pages import SCREENSHOTS, loaded_for_pages
+from tests.support.pages import LINKED_ID, SCREENSHOTS, loaded_for_pages
 from tests.support.serving import served
 from tests.support.snapshots import Loaded
 
@@ -121,7 +121,7 @@ def test_the_object_page_draws_why_alive_with_every_box_a_link(client: TestClien
     found = parse(page.text)
     # The drawing is inline SVG whose boxes link to the objects' pages, the root's included.
     svg = page.text[page.text.index("<svg") : page.text.index("</svg>")]
-    drawn = {int(m) for m in re.findall(r"/objects/(-?\d+)", unquote(svg))}
+    drawn = {int(m) for m in re.findall(LINKED_ID, svg)}
     assert set(path_ids) <= drawn
     for object_link in found.links:
         if "/objects/" in object_link:

@@ -4,6 +4,7 @@ page, and a snapshot loaded for one test module's pages."""
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,6 +19,10 @@ REPO = Path(__file__).resolve().parents[2]
 SCREENSHOTS = Path(os.environ.get("HEAPDB_SCREENSHOTS", REPO / "test-artifacts" / "screenshots"))
 AXE = JS_DIR / "node_modules" / "axe-core" / "axe.min.js"  # from npm, by scripts/bootstrap.sh
 IMPACTS = ("serious", "critical")  # axe violations of these impacts fail a page
+# The object id a drawing's box links to: the link's last segment, up to its closing quote. Matched
+# on the SVG as written, where a tag's slashes are percent-encoded, so that a tag such as
+# "objects/3a9f01" never reads as object 3.
+LINKED_ID = re.compile(r'xlink:href="[^"]*/objects/(-?\d+)"')
 
 
 @contextmanager
