@@ -103,9 +103,9 @@ class Analysis:
         The root is never listed; ``exclude`` (bool[n]) drops more, e.g. synthetic root-kind nodes.
         Ties go to the lower object id (:func:`~heapdb.loader.analysis.ranking.largest_first`).
         """
-        keep = self.reachable.copy() if exclude is None else np.logical_not(exclude)
+        keep = self.reachable.copy()
         if exclude is not None:
-            keep &= self.reachable
+            keep &= ~exclude
         keep[self.root] = False
         return largest_first_of(self.retained_size, self.ids, keep, count)
 
