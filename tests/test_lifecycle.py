@@ -25,7 +25,14 @@ from heapdb.db import Database
 from heapdb.errors import NotFound
 from heapdb.loader import analysis, store
 from heapdb.loader.store import lifecycle, purge
-from tests.support.purging import kill_the_purger, no_purger_at_work, purge_log_tail, purging_held_off, wait_until
+from tests.support.purging import (
+    kill_the_purger,
+    no_purger_at_work,
+    purge_log_tail,
+    purgers_running,
+    purging_held_off,
+    wait_until,
+)
 
 
 def unique_tag(label: str) -> str:
@@ -263,6 +270,9 @@ def test_one_purger_per_database_and_a_dead_ones_claim_is_taken_over(database: D
     database.write(purge.PURGER_SCHEMA)
     first, second = purge.Claim(database), purge.Claim(database)
     wait_until(lambda: first.take() is None)  # once background purgers from earlier tests are done
+    # Purgers that earlier tests' commands started and that are still starting up find this claim
+    # and leave; one left running could take over the dead claim below before ``third`` does.
+    wait_until(lambda: not purgers_running())
     try:
         holder = second.take()
         assert holder is not None and holder["pid"] == os.getpid()

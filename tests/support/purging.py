@@ -6,10 +6,13 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from heapdb.db import Database
 from heapdb.loader.store import lifecycle, purge
+
+PURGER_MODULE = purge.__name__.encode()  # as start_purge runs it: python -m heapdb.loader.store.purge
 
 
 def purge_log_tail() -> str:
@@ -23,6 +26,21 @@ def wait_until(condition: Callable[[], bool], timeout: float = 180) -> None:
     while not condition():
         assert time.monotonic() < deadline, f"not within {timeout:.0f} s; purge.log:\n{purge_log_tail()}"
         time.sleep(0.5)
+
+
+def purgers_running() -> list[int]:
+    """The pids of the background purgers (``python -m heapdb.loader.store.purge``) running on this
+    host: started by earlier tests' commands, they may still be starting when the next test runs."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                arguments = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:  # it ended meanwhile
+                continue
+            if PURGER_MODULE in arguments:
+                found.append(int(entry.name))
+    return found
 
 
 def no_purger_at_work(database: Database) -> None:
