@@ -1,5 +1,6 @@
 // name: id-listings
 // description: A snapshot's object ids per type, as stored for find: each type's listing, for matching snapshots by id in process.
+// needs: objects
 // param tag: string -- the snapshot's tag
 //
 // One row per type with a :TypeGroup: the ids of every object of the type (the root, synthetic and

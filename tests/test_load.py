@@ -249,6 +249,13 @@ def test_questions_answer_before_the_objects_and_references_are_written(
     assert early[top_index] and not early[later]
     seen: dict[str, object] = {}
 
+    def listings_written(sid: int) -> tuple[int, int]:
+        """How many of the snapshot's types have a group, and how many of those a listing."""
+        row = database.read(
+            "MATCH (t:TypeGroup {sid: $sid}) RETURN count(t) AS groups, count(t.listing_ids) AS listings", {"sid": sid}
+        )[0]
+        return row["groups"], row["listings"]
+
     def mid_load(report: store.LoadReport) -> None:
         snapshot = store.get_snapshot(database, tag)
         seen["ready"] = (snapshot.status, snapshot.objects_ready, snapshot.references_ready, report.ready_seconds > 0)
@@ -258,6 +265,7 @@ def test_questions_answer_before_the_objects_and_references_are_written(
             {"sid": snapshot.sid},
         )[0]
         seen["written"] = (counts["objects"], counts["references"])
+        seen["listings"] = listings_written(snapshot.sid)
         seen["why"] = questions.why_alive(tag, int(graph.ids[top_index])).paths[0].length
         seen["dominators"] = len(questions.dominators(tag, int(graph.ids[top_index])).chain)
         seen["top"] = questions.top(tag)
@@ -269,6 +277,7 @@ def test_questions_answer_before_the_objects_and_references_are_written(
             lambda: questions.object(tag, int(graph.ids[top_index])),
             lambda: questions.retains(tag, int(graph.ids[top_index])),
             lambda: questions.find(tag, params.Find(type=graph.type_name(later))),
+            lambda: questions.lifelines(tag, params.Lifelines(type=graph.type_name(later))),
             lambda: questions.suspects(tag, params.Suspects(share=EARLY_SUSPECT_SHARE / 2)),
         ):
             with pytest.raises(ObjectsLoading, match="still loading its objects"):
@@ -285,8 +294,11 @@ def test_questions_answer_before_the_objects_and_references_are_written(
 
     store.load(database, data, tag, on_ready=mid_load)
     assert seen["ready"] == ("ready", False, False, True)
-    # Only the early objects were in, and no reference: the answers came from them alone.
+    # Only the early objects were in, and no reference: the answers came from them alone. The type
+    # listings, which only questions that wait for every object read, were not written yet either.
     assert seen["written"] == (int(early.sum()), 0)
+    type_groups = len(data.type_groups())
+    assert type_groups > 0 and seen["listings"] == (type_groups, 0)
     assert seen["why"] == int(result.distance[top_index])
     chain = [top_index]
     while result.idom[chain[-1]] >= 0:
@@ -299,6 +311,9 @@ def test_questions_answer_before_the_objects_and_references_are_written(
 
     after = store.get_snapshot(database, tag)
     assert after.objects_ready and after.references_ready and after.loaded_at and after.pid is None
+    assert listings_written(after.sid) == (type_groups, type_groups)
+    assert questions.find(tag, params.Find(type=graph.type_name(later)))
+    assert questions.lifelines(tag, params.Lifelines(type=graph.type_name(later))).objects > 0
     assert after.objects_written == graph.node_count
     assert seen["top"] == questions.top(tag)
     assert seen["types"] == questions.types(tag)

@@ -30,9 +30,10 @@ from heapdb.loader.store.schema import SCHEMA, STORE_VERSION, ensure_schema
 from heapdb.loader.store.snapshots import Snapshot, get_snapshot, list_snapshots
 
 if TYPE_CHECKING:
+    from heapdb.loader.store.batches import DEFAULT_BATCH
     from heapdb.loader.store.rows import object_batch
     from heapdb.loader.store.summaries import TOP_RANKS, LoadInput, reference_label
-    from heapdb.loader.store.writer import DEFAULT_BATCH, WRITERS, LoadReport, load
+    from heapdb.loader.store.writer import WRITERS, LoadReport, load
 
 # What only a load needs pulls in the analysis, and so numba (a quarter of a second to import): it
 # is imported on first use, so that the questions, which list, read and drop snapshots, start
@@ -44,7 +45,7 @@ __getattr__ = lazy_attributes(
         "TOP_RANKS": "summaries",
         "LoadInput": "summaries",
         "reference_label": "summaries",
-        "DEFAULT_BATCH": "writer",
+        "DEFAULT_BATCH": "batches",
         "WRITERS": "writer",
         "LoadReport": "writer",
         "load": "writer",

@@ -32,11 +32,11 @@ import numpy as np
 
 from heapdb import neo4j_server
 from heapdb.errors import RebuildError
+from heapdb.loader.store.batches import DEFAULT_BATCH
 from heapdb.loader.store.bulk import NULL, Batch, Column, Kind
 from heapdb.loader.store.order import write_order
 from heapdb.loader.store.rows import OBJECT_COLUMNS, REFERENCE_COLUMNS, REFERENCE_TYPES, object_batch, reference_batch
 from heapdb.loader.store.summaries import LoadInput
-from heapdb.loader.store.writer import DEFAULT_BATCH
 
 OBJECT_LABEL = "Object"
 ROOT_LABEL = "Root"

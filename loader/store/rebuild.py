@@ -49,11 +49,12 @@ from heapdb import config, db, neo4j_server
 from heapdb.errors import RebuildError
 from heapdb.loader.graph import HeapGraph
 from heapdb.loader.store.admin_import import ImportFiles, run_import
+from heapdb.loader.store.groups import write_groups, write_listings
 from heapdb.loader.store.lifecycle import check_tag, loader_alive, unfinished
 from heapdb.loader.store.listings import DroppedReferences, TypeListing
 from heapdb.loader.store.schema import ensure_schema
 from heapdb.loader.store.summaries import LoadInput
-from heapdb.loader.store.writer import snapshot_properties, write_groups
+from heapdb.loader.store.writer import snapshot_properties
 
 Say = Callable[[str], None]
 
@@ -322,9 +323,9 @@ def _swap(staged: list[StagedSnapshot], files: ImportFiles, seconds: dict[str, f
                     snapshot.sid,
                     snapshot.path_groups,
                     snapshot.type_groups,
-                    iter(snapshot.listings),
                     dropped=snapshot.dropped,
                 )
+                write_listings(database, snapshot.sid, iter(snapshot.listings), len(snapshot.listings))
                 _write_snapshot(database, snapshot, seconds)
             seconds["write"] = time.monotonic() - started
             phase, started = "verify", time.monotonic()

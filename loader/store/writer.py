@@ -20,8 +20,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -33,15 +32,14 @@ from heapdb import progress
 from heapdb.db import Database, translate_errors
 from heapdb.errors import LoadError
 from heapdb.loader.store import bulk
+from heapdb.loader.store.batches import DEFAULT_BATCH, chunks, run_batches
 from heapdb.loader.store.bulk import Batch
+from heapdb.loader.store.groups import write_groups, write_listings
 from heapdb.loader.store.lifecycle import HEARTBEAT_SECONDS, claim, hide, start_purge
-from heapdb.loader.store.listings import DroppedReferences, TypeListing
 from heapdb.loader.store.order import WriteOrder, write_order
 from heapdb.loader.store.rows import OBJECT_COLUMNS, REFERENCE_COLUMNS, REFERENCE_TYPES, object_batch, reference_batch
 from heapdb.loader.store.schema import STORE_VERSION, ensure_schema
 from heapdb.loader.store.summaries import LoadInput
-
-DEFAULT_BATCH = 20_000  # rows per write transaction
 
 
 @dataclass
@@ -63,11 +61,6 @@ class LoadReport:
         return sum(self.seconds.values())
 
 
-def _chunks(total: int, size: int) -> Iterator[tuple[int, int]]:
-    for start in range(0, total, size):
-        yield start, min(total, start + size)
-
-
 CREATE_OBJECTS = (
     "UNWIND $rows AS r CREATE (:Object {sid: $sid, "
     + ", ".join(f"{column.key}: r[{i}]" for i, column in enumerate(OBJECT_COLUMNS))
@@ -78,27 +71,6 @@ CREATE_REFERENCES = {
     f"CREATE (a)-[:{name} {{kind: r[3], name: r[4]}}]->(b)"
     for name in REFERENCE_TYPES
 }
-
-CREATE_PATH_GROUPS = """
-UNWIND $rows AS r
-CREATE (:PathGroup {sid: $sid, sig: r[0], path: r[1], hops: r[2], objects: r[3], self_size: r[4], retained_size: r[5],
-                    max_retained_size: r[6], samples: r[7], held: r[8]})
-"""
-
-CREATE_TYPE_GROUPS = """
-UNWIND $rows AS r
-CREATE (:TypeGroup {sid: $sid, type: r[0], objects: r[1], self_size: r[2], retained_size: r[3], max_retained_size: r[4]})
-"""
-
-SET_TYPE_LISTINGS = """
-UNWIND $rows AS r
-MATCH (t:TypeGroup {sid: $sid, type: r.type})
-SET t.listing_ids = r.listing_ids, t.listing_names = r.listing_names, t.listing_name_ends = r.listing_name_ends
-"""
-# Type listings go in transactions of about this many bytes (a listing holds about 20 bytes per
-# object of its type): a few transactions for millions of objects, rather than one per type.
-LISTING_BATCH_BYTES = 4_000_000
-
 
 # --- where the rows go ----------------------------------------------------------------------------
 
@@ -172,25 +144,6 @@ def _use_plugin(database: Database, writer: str, say: Callable[[str], None]) -> 
 
 
 PLUGIN_HINT = "`heapdb neo4j install` adds the plugin to the managed Neo4j; docs/operations.md tells how for your own"
-
-
-def _run_batches(send: Callable[[Any], int], batches: Iterator[Any], bar: Any, workers: int) -> int:
-    """``send`` each batch (in its own write transaction), ``workers`` at a time; how many rows went."""
-    written = 0
-    # Building the next batch's rows overlaps with Neo4j writing the previous one.
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        pending = []
-        for batch in batches:
-            pending.append(pool.submit(send, batch))
-            while len(pending) >= workers * 2:
-                done = pending.pop(0).result()
-                written += done
-                bar.update(done)
-        for future in pending:
-            done = future.result()
-            written += done
-            bar.update(done)
-    return written
 
 
 def load(
@@ -322,10 +275,11 @@ class _Steps:
     heartbeat: _Heartbeat
     ranks: tuple[np.ndarray, np.ndarray]
     order: WriteOrder
+    listed_types: int = 0
 
     def first_objects_and_groups(self) -> None:
         """What the snapshot needs before it answers: the early objects (see :mod:`.order`), the
-        ``:Root`` label and the groups."""
+        ``:Root`` label and the groups (their totals; the type listings come with the other objects)."""
         data, order = self.data, self.order
         started = time.monotonic()
         self._objects("write first objects", order.order[: order.early])
@@ -333,12 +287,13 @@ class _Steps:
         self.database.write("MATCH (o:Object {sid: $sid, id: $id}) SET o:Root", {"sid": self.sink.sid, "id": root})
         self.report.seconds["first objects"] = time.monotonic() - started
         started = time.monotonic()
+        type_groups = data.type_groups()
+        self.listed_types = len(type_groups)  # one listing each, written with the other objects
         write_groups(
             self.database,
             self.sink.sid,
             data.path_groups(),
-            data.type_groups(),
-            data.type_listings(),
+            type_groups,
             self.batch_size,
             self.workers,
             dropped=data.dropped_references(),
@@ -346,8 +301,16 @@ class _Steps:
         self.report.seconds["groups"] = time.monotonic() - started
 
     def other_objects(self) -> None:
-        """The objects after the early ones, nearest to the root first; then ``objects_ready`` turns true."""
+        """The type listings and the objects after the early ones, nearest to the root first; then
+        ``objects_ready`` turns true.
+
+        The listings are read only by questions that wait for every object (find, lifelines, diff
+        and leaks by id), so they are written once the snapshot answers, not before: on the 220 MB
+        snapshot of docs/benchmarks.md they are 72 MB, seconds of writing. They go first, while
+        the loader's memory is lowest: the driver's copies of a large listing set its peak."""
         started = time.monotonic()
+        # One writer: a listing can be tens of MB, and what waits to be sent would add to the peak memory.
+        write_listings(self.database, self.sink.sid, self.data.type_listings(), self.listed_types, self.batch_size, 1)
         self._objects("write objects", self.order.order[self.order.early :])
         self.database.write(
             "MATCH (n:Snapshot {sid: $sid}) SET n.objects_ready = true, n.objects_written = n.object_count",
@@ -367,7 +330,7 @@ class _Steps:
 
         with progress.bar("write references", total=g.edge_count, unit="ref") as bar:
             counting = _Counting(bar, self.heartbeat, "references_written")
-            _run_batches(send, _chunks(g.edge_count, self.batch_size), counting, self.workers)
+            run_batches(send, chunks(g.edge_count, self.batch_size), counting, self.workers)
         self.report.seconds["references"] = time.monotonic() - started
 
     def _objects(self, title: str, objects: np.ndarray) -> None:
@@ -380,58 +343,7 @@ class _Steps:
 
         with progress.bar(title, total=objects.shape[0], unit="obj") as bar:
             counting = _Counting(bar, self.heartbeat, "objects_written")
-            _run_batches(send, _chunks(objects.shape[0], self.batch_size), counting, self.workers)
-
-
-def write_groups(
-    database: Database,
-    sid: int,
-    path_groups: list[list[Any]],
-    type_groups: list[list[Any]],
-    type_listings: Iterator[tuple[str, TypeListing]],
-    batch_size: int = DEFAULT_BATCH,
-    workers: int = 2,
-    dropped: DroppedReferences | None = None,
-) -> None:
-    """A snapshot's ``:PathGroup`` and ``:TypeGroup`` nodes and its types' listings (from
-    :class:`LoadInput`'s ``path_groups``, ``type_groups`` and ``type_listings``), and on its root
-    object, the references its rules keep from retaining (``dropped``, from ``dropped_references``)."""
-    if dropped is not None:
-        database.write(
-            "MATCH (o:Root {sid: $sid}) SET o += $properties", {"sid": sid, "properties": dropped.properties()}
-        )
-    for label, statement, groups in (
-        ("path groups", CREATE_PATH_GROUPS, path_groups),
-        ("type groups", CREATE_TYPE_GROUPS, type_groups),
-    ):
-
-        def send_groups(rows: list[list[Any]], statement: str = statement) -> int:
-            database.write(statement, {"rows": rows, "sid": sid})
-            return len(rows)
-
-        with progress.bar(f"write {label}", total=len(groups), unit="group") as bar:
-            _run_batches(send_groups, (groups[lo:hi] for lo, hi in _chunks(len(groups), batch_size)), bar, workers)
-
-    def send_listings(rows: list[dict[str, Any]]) -> int:
-        database.write(SET_TYPE_LISTINGS, {"sid": sid, "rows": rows})
-        return len(rows)
-
-    with progress.bar("write type listings", total=len(type_groups), unit="type") as bar:
-        _run_batches(send_listings, _listing_batches(type_listings, batch_size), bar, workers)
-
-
-def _listing_batches(listings: Iterator[tuple[str, TypeListing]], most: int) -> Iterator[list[dict[str, Any]]]:
-    """The listings as rows of SET_TYPE_LISTINGS, about LISTING_BATCH_BYTES (and at most ``most`` types) a batch."""
-    rows: list[dict[str, Any]] = []
-    size = 0
-    for type_name, listing in listings:
-        rows.append({"type": type_name, **listing.properties()})
-        size += listing.nbytes
-        if size >= LISTING_BATCH_BYTES or len(rows) >= most:
-            yield rows
-            rows, size = [], 0
-    if rows:
-        yield rows
+            run_batches(send, chunks(objects.shape[0], self.batch_size), counting, self.workers)
 
 
 def _switch(database: Database, sid: int, replaced: list[int], report: LoadReport) -> None:

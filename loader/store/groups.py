@@ -1,0 +1,98 @@
+"""Writing a snapshot's ``:PathGroup`` and ``:TypeGroup`` nodes and its types' listings.
+
+Shared by a load (:mod:`.writer`: the groups before the snapshot answers, the listings after) and
+``heapdb rebuild`` (:mod:`.rebuild`: both after the offline import). docs/data-model.md says what
+each group and listing holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from heapdb import progress
+from heapdb.db import Database
+from heapdb.loader.store.batches import DEFAULT_BATCH, chunks, run_batches
+from heapdb.loader.store.listings import DroppedReferences, TypeListing
+
+CREATE_PATH_GROUPS = """
+UNWIND $rows AS r
+CREATE (:PathGroup {sid: $sid, sig: r[0], path: r[1], hops: r[2], objects: r[3], self_size: r[4], retained_size: r[5],
+                    max_retained_size: r[6], samples: r[7], held: r[8]})
+"""
+
+CREATE_TYPE_GROUPS = """
+UNWIND $rows AS r
+CREATE (:TypeGroup {sid: $sid, type: r[0], objects: r[1], self_size: r[2], retained_size: r[3], max_retained_size: r[4]})
+"""
+
+SET_TYPE_LISTINGS = """
+UNWIND $rows AS r
+MATCH (t:TypeGroup {sid: $sid, type: r.type})
+SET t.listing_ids = r.listing_ids, t.listing_names = r.listing_names, t.listing_name_ends = r.listing_name_ends
+"""
+# Type listings go in transactions of about this many bytes (a listing holds about 20 bytes per
+# object of its type): a few transactions for millions of objects, rather than one per type.
+LISTING_BATCH_BYTES = 4_000_000
+
+
+def write_groups(
+    database: Database,
+    sid: int,
+    path_groups: list[list[Any]],
+    type_groups: list[list[Any]],
+    batch_size: int = DEFAULT_BATCH,
+    workers: int = 2,
+    dropped: DroppedReferences | None = None,
+) -> None:
+    """A snapshot's ``:PathGroup`` and ``:TypeGroup`` nodes (from :class:`LoadInput`'s
+    ``path_groups`` and ``type_groups``), and on its root object, the references its rules keep
+    from retaining (``dropped``, from ``dropped_references``)."""
+    if dropped is not None:
+        database.write(
+            "MATCH (o:Root {sid: $sid}) SET o += $properties", {"sid": sid, "properties": dropped.properties()}
+        )
+    for label, statement, groups in (
+        ("path groups", CREATE_PATH_GROUPS, path_groups),
+        ("type groups", CREATE_TYPE_GROUPS, type_groups),
+    ):
+
+        def send_groups(rows: list[list[Any]], statement: str = statement) -> int:
+            database.write(statement, {"rows": rows, "sid": sid})
+            return len(rows)
+
+        with progress.bar(f"write {label}", total=len(groups), unit="group") as bar:
+            run_batches(send_groups, (groups[lo:hi] for lo, hi in chunks(len(groups), batch_size)), bar, workers)
+
+
+def write_listings(
+    database: Database,
+    sid: int,
+    type_listings: Iterator[tuple[str, TypeListing]],
+    count: int,
+    batch_size: int = DEFAULT_BATCH,
+    workers: int = 2,
+) -> None:
+    """The ``count`` listings of a snapshot's types (:class:`LoadInput`'s ``type_listings``), on the
+    ``:TypeGroup`` nodes :func:`write_groups` wrote."""
+
+    def send_listings(rows: list[dict[str, Any]]) -> int:
+        database.write(SET_TYPE_LISTINGS, {"sid": sid, "rows": rows})
+        return len(rows)
+
+    with progress.bar("write type listings", total=count, unit="type") as bar:
+        run_batches(send_listings, _listing_batches(type_listings, batch_size), bar, workers)
+
+
+def _listing_batches(listings: Iterator[tuple[str, TypeListing]], most: int) -> Iterator[list[dict[str, Any]]]:
+    """The listings as rows of SET_TYPE_LISTINGS, about LISTING_BATCH_BYTES (and at most ``most`` types) a batch."""
+    rows: list[dict[str, Any]] = []
+    size = 0
+    for type_name, listing in listings:
+        rows.append({"type": type_name, **listing.properties()})
+        size += listing.nbytes
+        if size >= LISTING_BATCH_BYTES or len(rows) >= most:
+            yield rows
+            rows, size = [], 0
+    if rows:
+        yield rows
