@@ -200,7 +200,7 @@ def path_hops(graph: HeapGraph, paths: FirstPaths, node: int, synthetic: np.ndar
     while paths.parent_edge[v] >= 0:
         e = int(paths.parent_edge[v])
         kind = int(graph.edge_kind[e])
-        source = _source_of(graph, e)
+        source = int(paths.holder[v])
         if synthetic[v] and synthetic[source] and source != graph.root:
             v = source  # a root group within a root group: folded, as in the signature
             continue
@@ -243,8 +243,3 @@ def _bounded_path(hops: list[str]) -> list[str]:
 def describe_path(graph: HeapGraph, paths: FirstPaths, node: int) -> str:
     """:func:`path_hops` as one line, hops separated by `` / ``."""
     return " / ".join(path_hops(graph, paths, node))
-
-
-def _source_of(graph: HeapGraph, edge: int) -> int:
-    # edge_start is sorted: the source is the last node whose edges start at or before ``edge``.
-    return int(np.searchsorted(graph.edge_start, edge, side="right") - 1)
