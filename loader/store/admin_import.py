@@ -83,7 +83,7 @@ class ImportFiles:
         first = self.next_node
         ranks = ranks or data.top_ranks()
         order = write_order(data, ranks)  # the early objects carry what suspects reads early on a load
-        with _Split(self, f"objects-{sid}") as out:
+        with DataFile(self, f"objects-{sid}") as out:
             for lo in range(0, g.node_count, batch_size):
                 hi = min(g.node_count, lo + batch_size)
                 batch = object_batch(data, ranks, order, np.arange(lo, hi, dtype=np.int64))
@@ -97,7 +97,7 @@ class ImportFiles:
         ends = np.arange(first, first + g.node_count, dtype=np.int64)
         sources = g.edge_sources()
         types = np.array([f'"{name}"' for name in REFERENCE_TYPES], dtype=object)
-        with _Split(self, f"references-{sid}", relationships=True) as out:
+        with DataFile(self, f"references-{sid}", relationships=True) as out:
             for lo in range(0, g.edge_count, batch_size):
                 hi = min(g.edge_count, lo + batch_size)
                 batch = reference_batch(data, sources, ends, lo, hi)
@@ -120,7 +120,7 @@ class ImportFiles:
         return args
 
 
-class _Split:
+class DataFile:
     """One data file, and beside it one for the rows whose texts hold line breaks (if any do)."""
 
     def __init__(self, files: ImportFiles, stem: str, relationships: bool = False) -> None:
@@ -129,7 +129,7 @@ class _Split:
         self.plain = open(files.directory / f"{stem}.csv", "w", encoding="utf-8", errors="surrogatepass")  # noqa: SIM115
         self.multiline: TextIO | None = None
 
-    def __enter__(self) -> _Split:
+    def __enter__(self) -> DataFile:
         return self
 
     def write(self, batch: Batch, lead: list[np.ndarray], columns: Sequence[Column]) -> None:

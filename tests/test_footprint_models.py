@@ -1,0 +1,67 @@
+"""The leaner models ``benchmarks/footprint.py`` measures hold what they say: the children of each
+object in the dominator tree, largest first, and each object's references with their kind and name.
+The store sizes themselves are measured, not asserted (docs/benchmarks.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from benchmarks import footprint
+from benchmarks.synth import synth_graph
+from heapdb.loader import analysis, store
+
+
+def _data() -> store.LoadInput:
+    graph = synth_graph(3_000, 12_000, seed=7)
+    return store.LoadInput.from_analysis(graph, analysis.analyze(graph))
+
+
+def test_children_arrays_list_each_objects_dominated_children_largest_first() -> None:
+    data = _data()
+    g = data.graph
+    cells = footprint._children(data)
+    # Plainly: every other object whose immediate dominator is this one, largest first, ties by id.
+    by_parent: dict[int, list[int]] = {}
+    for child in range(g.node_count):
+        parent = int(data.idom[child])
+        if parent >= 0 and parent != child:
+            by_parent.setdefault(parent, []).append(child)
+    listed = 0
+    for parent in range(g.node_count):
+        children = sorted(by_parent.get(parent, []), key=lambda c: (-int(data.retained_size[c]), int(g.ids[c])))
+        expected = ";".join(str(int(g.ids[c])) for c in children)
+        assert cells[parent] == expected, parent
+        listed += len(children)
+    assert listed == int(data.reachable.sum()) - 1  # every reachable object but the root, once
+
+
+def test_names_on_holders_list_every_reference_with_a_code_per_kind_and_name() -> None:
+    data = _data()
+    g = data.graph
+    targets, names = footprint._out_arrays(data)
+    code_of: dict[tuple[int, int], str] = {}
+    for node in range(g.node_count):
+        edges = g.out_edges(node)
+        assert targets[node] == ";".join(str(int(g.ids[g.edge_to[e]])) for e in edges)
+        codes = names[node].split(";") if names[node] else []
+        assert len(codes) == len(edges)
+        for e, code in zip(edges, codes):
+            # One code per distinct (kind, name), and never the same code for two of them.
+            assert code_of.setdefault((int(g.edge_kind[e]), int(g.edge_name[e])), code) == code
+    assert len(set(code_of.values())) == len(code_of)
+
+
+def test_bare_references_keep_the_ends_and_turn_the_kind_into_the_type(tmp_path: Path) -> None:
+    source = tmp_path / "references-1.csv"
+    source.write_text(
+        '1,2,"REF","property","a, ""quoted"" name"\n3,4,"WEAK_REF","weak","x"\n5,6,"REF","element","12"\n'
+    )
+    (tmp_path / "out").mkdir()
+    target = footprint._bare_references(source, tmp_path / "out")
+    assert target.read_text().splitlines() == ['1,2,"PROPERTY"', '3,4,"WEAK_WEAK"', '5,6,"ELEMENT"']
+
+
+def test_model_names_can_be_chosen_on_the_command_line() -> None:
+    names = [m.name for m in footprint.MODELS]
+    assert len(set(names)) == len(names)
+    assert all("," not in name for name in names)  # --models splits on commas
