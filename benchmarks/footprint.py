@@ -144,7 +144,7 @@ def _variant(model: Model, files: admin_import.ImportFiles, data: LoadInput, dir
         variant.multiline = [p for p in files.multiline if p in files.nodes]
         (directory / "objects.header.csv").write_text(admin_import.OBJECT_HEADER)
     if model.bare_references:
-        (directory / "references.header.csv").write_text(":START_ID,:END_ID,:TYPE\n")
+        (directory / "references.header.csv").write_text(admin_import.csv_header([":START_ID", ":END_ID", ":TYPE"], []))
         variant.relationships = [_bare_references(path, directory) for path in files.relationships]
     else:
         variant.relationships = files.relationships
@@ -171,13 +171,12 @@ _OWN = [i for i in range(len(OBJECT_COLUMNS)) if i not in _FIGURES]
 
 
 def _objects(files: admin_import.ImportFiles, data: LoadInput, model: Model) -> None:
-    """The objects as admin_import writes them, with their figures in one array (unset as 0, so
-    that it stays bit-packed) or with the arrays of their children."""
+    """The objects as admin_import writes them, with one of the model's arrays: their figures
+    (unset as 0, so that the array stays bit-packed), their children, or their references."""
     g = data.graph
     ranks = data.top_ranks()
     order = write_order(data, ranks)
     own = _OWN if model.packed_figures else list(range(len(OBJECT_COLUMNS)))
-    types = {Kind.INTEGER: ":long", Kind.TEXT: "", Kind.BOOLEAN: ":boolean"}
     extra = (
         ["f:long[]"]
         if model.packed_figures
@@ -185,14 +184,8 @@ def _objects(files: admin_import.ImportFiles, data: LoadInput, model: Model) -> 
         if model.children
         else ["out:long[]", "out_names:long[]"]
     )
-    header = [
-        ":ID",
-        ":LABEL",
-        "sid:long",
-        *extra,
-        *(f"{OBJECT_COLUMNS[i].key}{types[OBJECT_COLUMNS[i].kind]}" for i in own),
-    ]
-    (files.directory / "objects.header.csv").write_text(",".join(header) + "\n")
+    header = admin_import.csv_header([":ID", ":LABEL", "sid:long", *extra], [OBJECT_COLUMNS[i] for i in own])
+    (files.directory / "objects.header.csv").write_text(header)
     children = _children(data) if model.children else None
     targets, names = _out_arrays(data) if model.names_on_holders else (None, None)
     with admin_import.DataFile(files, "objects-1") as out:

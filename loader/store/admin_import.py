@@ -46,12 +46,13 @@ _HEADER_TYPES = {Kind.INTEGER: ":long", Kind.TEXT: "", Kind.BOOLEAN: ":boolean"}
 ADMIN_HEAP = os.environ.get("HEAPDB_IMPORT_HEAP", "2g")
 
 
-def _header(lead: Sequence[str], columns: Sequence[Column]) -> str:
+def csv_header(lead: Sequence[str], columns: Sequence[Column]) -> str:
+    """neo4j-admin's header line for ``lead`` fields and then ``columns``."""
     return ",".join([*lead, *(f"{c.key}{_HEADER_TYPES[c.kind]}" for c in columns)]) + "\n"
 
 
-OBJECT_HEADER = _header([":ID", ":LABEL", "sid:long"], OBJECT_COLUMNS)
-REFERENCE_HEADER = _header([":START_ID", ":END_ID", ":TYPE"], REFERENCE_COLUMNS)
+OBJECT_HEADER = csv_header([":ID", ":LABEL", "sid:long"], OBJECT_COLUMNS)
+REFERENCE_HEADER = csv_header([":START_ID", ":END_ID", ":TYPE"], REFERENCE_COLUMNS)
 
 
 @dataclass
