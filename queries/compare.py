@@ -31,6 +31,14 @@ from heapdb.queries.results import (
 
 ADDRESS_ID_FORMATS = ("luau", "snapbin", "hprof")  # formats whose object ids are (or may be) addresses
 RETYPED_SHARE = 0.01  # above this share of shared ids changing type, ids are not taken as stable
+MIN_SERIES = 3  # snapshots growth compares: with two, "grew at every step" is just a diff
+
+
+def check_series(refs: Sequence[object]) -> None:
+    """Refuse a growth question over fewer than :data:`MIN_SERIES` snapshots (the CLI asks before
+    connecting, the method always)."""
+    if len(refs) < MIN_SERIES:
+        raise ParameterError(f"growth needs at least three snapshots, got {len(refs)}")
 
 
 def _figures(column: np.ndarray) -> tuple[int, int, int, int, int, int]:
@@ -368,8 +376,7 @@ class CompareQuestions(Asking):
         Their object count must never shrink either. Ranked by the growth from the first snapshot to
         the last; reads the stored per-group totals only, so it is fast at any heap size.
         """
-        if len(refs) < 3:
-            raise ParameterError(f"growth needs at least three snapshots, got {len(refs)}")
+        check_series(refs)
         snapshots = [self.snapshot(ref) for ref in refs]
         tags = [s.tag for s in snapshots]
         if len(set(tags)) != len(tags):

@@ -26,12 +26,11 @@ import secrets
 import sys
 import threading
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 from urllib.parse import quote_from_bytes, unquote, unquote_to_bytes
 
 import neo4j.exceptions
 from fastapi import FastAPI, Query, Request, Response
-from fastapi import Path as FastAPIPath
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -39,12 +38,13 @@ from starlette.convertors import Convertor, register_url_convertor
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from heapdb import __version__, config, db, drawing, render
-from heapdb.errors import HeapdbError, NotFound, ParameterError
-from heapdb.queries import catalog, params, results
+from heapdb import __version__, config, db
+from heapdb.errors import HeapdbError
+from heapdb.queries import catalog, params
 from heapdb.queries.cache import AnswerCache
 from heapdb.queries.questions import Questions
 from heapdb.service import compare_pages, intake, links, pages, query_pages, rule_routes
+from heapdb.service.question_routes import add_question_routes
 
 
 class DatabaseHandle:
@@ -205,14 +205,6 @@ class Guard:
         return None
 
 
-# Object ids are 64-bit in Neo4j: a wider number is a 422 here, not an overflow in the driver.
-ObjectId = Annotated[int, FastAPIPath(ge=-(2**63), le=2**63 - 1, description="the object's id in the snapshot")]
-
-GRAPH_MEDIA = {"json": "application/json", "dot": "text/vnd.graphviz; charset=utf-8", "svg": "image/svg+xml"}
-GRAPH_RESPONSES: dict[int | str, dict[str, Any]] = {200: {"content": {m: {} for m in GRAPH_MEDIA.values()}}}
-GraphFormat = Annotated[Literal["json", "dot", "svg"], Query(description="json, or a drawing: GraphViz dot or SVG")]
-
-
 def _schedule_pruning(app: FastAPI, handle: DatabaseHandle) -> None:
     """With HEAPDB_PRUNE_KEEP_LAST set, prune on that schedule while the service runs (docs/operations.md)."""
     schedule = config.prune_schedule()
@@ -317,129 +309,7 @@ def create_app(
     def snapshot(tag: str) -> dict[str, Any]:
         return questions().snapshot(tag).as_dict()
 
-    @app.get(links.OBJECT, summary="An object with its incoming and outgoing references")
-    def object_details(tag: str, object_id: ObjectId, p: Annotated[params.ObjectDetails, Query()]) -> Any:
-        return links.to_json(questions().object(tag, object_id, p))
-
-    @app.get(links.SNAPSHOT + "/find", summary="Objects of a type whose name contains a text, largest retained first")
-    def find(tag: str, p: Annotated[params.Find, Query()]) -> Any:
-        return links.to_json(questions().find(tag, p))
-
-    @app.get(links.WHY, summary="Why is this object alive: retaining paths from the root", responses=GRAPH_RESPONSES)
-    def why(tag: str, object_id: ObjectId, p: Annotated[params.Why, Query()], format: GraphFormat = "json") -> Response:
-        return _graph_response(questions().why_alive(tag, object_id, p), format)
-
-    @app.get(
-        links.OBJECT + "/dominators",
-        summary="The chain of immediate dominators from the root to this object",
-        responses=GRAPH_RESPONSES,
-    )
-    def dominators(tag: str, object_id: ObjectId, format: GraphFormat = "json") -> Response:
-        return _graph_response(questions().dominators(tag, object_id), format)
-
-    @app.get(
-        links.OBJECT + "/retains",
-        summary="What this object keeps alive: its dominated subtree, largest first",
-        responses=GRAPH_RESPONSES,
-    )
-    def retains(
-        tag: str, object_id: ObjectId, p: Annotated[params.Retains, Query()], format: GraphFormat = "json"
-    ) -> Response:
-        return _graph_response(questions().retains(tag, object_id, p), format)
-
-    @app.get(links.SNAPSHOT + "/top", summary="The objects that retain most")
-    def top(tag: str, p: Annotated[params.Top, Query()]) -> Any:
-        return links.to_json(questions().top(tag, p))
-
-    @app.get(links.SNAPSHOT + "/types", summary="Count, shallow size and retained size per type")
-    def types(tag: str, p: Annotated[params.Types, Query()]) -> Any:
-        return links.to_json(questions().types(tag, p))
-
-    @app.get(
-        links.SNAPSHOT + "/lifelines",
-        summary="How the objects of a type are held: their first retainer paths merged, with counts per step",
-    )
-    def lifelines(tag: str, p: Annotated[params.Lifelines, Query()]) -> Any:
-        return links.to_json(questions().lifelines(tag, p))
-
-    @app.get(
-        links.SNAPSHOT + "/heapdomstats",
-        summary="Per type, the objects whose immediate dominator is the root or a root group",
-    )
-    def heapdomstats(tag: str, p: Annotated[params.HeapDomStats, Query()]) -> Any:
-        return links.to_json(questions().heapdomstats(tag, p))
-
-    @app.get(
-        links.DIFF,
-        summary="What grew between two snapshots, per type or per retainer path, or object by object",
-        description="`format=svg` draws a diff by path as a flame graph of the growth (width = bytes).",
-        responses={200: {"content": {GRAPH_MEDIA["json"]: {}, GRAPH_MEDIA["svg"]: {}}}},
-    )
-    def diff(
-        before: str, after: str, p: Annotated[params.Diff, Query()], format: Literal["json", "svg"] = "json"
-    ) -> Response:
-        if format == "svg" and p.by != "path":
-            raise ParameterError("format=svg draws retainer paths: use it with by=path")
-        answer = questions().diff(before, after, p)
-        if format == "svg":
-            assert isinstance(answer, results.Diff)
-            flame = render.growth_flamegraph(answer)
-            if flame is None:
-                raise NotFound(f"nothing grew from {before} to {after}: there is no flame graph to draw")
-            return Response(flame, media_type=GRAPH_MEDIA["svg"])
-        return JSONResponse(links.to_json(answer))
-
-    @app.get("/api/leaks", summary="memlab's three-snapshot leak candidates, clustered by retainer path")
-    def leaks(
-        baseline: Annotated[str, Query(min_length=1)],
-        target: Annotated[str, Query(min_length=1)],
-        final: Annotated[str, Query(min_length=1)],
-        p: Annotated[params.Leaks, Query()],
-    ) -> Any:
-        # Each cluster's `why` is its first sample's why-alive permalink, which serves dot and svg too.
-        return links.to_json(questions().leaks(baseline, target, final, p))
-
-    @app.get(
-        "/api/growth", summary="Types or retainer paths whose size grew at every step across three or more snapshots"
-    )
-    def growth(
-        tag: Annotated[
-            list[str], Query(description="the snapshots' tags, oldest first (repeat the key, at least three)")
-        ],
-        p: Annotated[params.Growth, Query()],
-    ) -> Any:
-        return links.to_json(questions().growth(tag, p))
-
-    @app.get(
-        "/api/gate",
-        summary="The CI gate: whether the candidate build leaks where the baseline did not (`passed`); "
-        "never records history (`heapdb gate --record` does)",
-    )
-    def gate(
-        baseline: Annotated[str, Query(min_length=1, description="the baseline build's snapshot tag")],
-        candidate: Annotated[str, Query(min_length=1, description="the candidate build's snapshot tag")],
-        p: Annotated[params.Gate, Query()],
-    ) -> Any:
-        return links.to_json(questions().gate(baseline, candidate, p))
-
-    @app.get("/api/signatures", summary="The remembered leak signatures with their status, first and last build")
-    def leak_signatures(
-        since: Annotated[
-            str | None, Query(min_length=1, description="only those first seen in this build (name or tag) or later")
-        ] = None,
-    ) -> Any:
-        return links.to_json(questions().signatures(since))
-
-    @app.get("/api/signatures/{sig}", summary="One leak signature's history: retained bytes per recorded build")
-    def leak_signature(sig: Annotated[int, FastAPIPath(ge=0, le=2**63 - 1, description="the signature")]) -> Any:
-        return links.to_json(questions().history(sig))
-
-    @app.get(
-        links.SNAPSHOT + "/suspects",
-        summary="Eclipse MAT-style leak suspects: big objects with their accumulation points, big types",
-    )
-    def suspects(tag: str, p: Annotated[params.Suspects, Query()]) -> Any:
-        return links.to_json(questions().suspects(tag, p))
+    add_question_routes(app, questions)
 
     @app.get("/api/queries", summary="The stored queries and their parameters")
     def stored_queries() -> list[dict[str, Any]]:
@@ -465,11 +335,3 @@ def create_app(
     app.add_middleware(Guard, token=api_token, write_token=write_token)
     app.add_middleware(RouteOnRawPath)  # outermost: before the other middleware and the routing
     return app
-
-
-def _graph_response(answer: results.WhyAlive | results.DominatorChain | results.Retains, fmt: str) -> Response:
-    if fmt == "dot":
-        return Response(drawing.dot(answer), media_type=GRAPH_MEDIA["dot"])
-    if fmt == "svg":
-        return Response(drawing.svg(answer), media_type=GRAPH_MEDIA["svg"])
-    return JSONResponse(links.to_json(answer))

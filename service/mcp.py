@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import inspect
 import secrets
+import typing
 from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any, cast
 
@@ -32,7 +33,9 @@ from heapdb import __version__, db
 from heapdb.errors import HeapdbError
 from heapdb.queries import catalog, params, results
 from heapdb.queries.cache import AnswerCache
+from heapdb.queries.compare import MIN_SERIES
 from heapdb.queries.questions import Questions
+from heapdb.registry import QUESTIONS, Part, Question
 from heapdb.service.answer_pages import Pages, to_json
 from heapdb.service.app import DatabaseHandle
 
@@ -73,8 +76,21 @@ def _subject(name: str, annotation: Any, description: str) -> inspect.Parameter:
     )
 
 
-TAG = _subject("tag", Annotated[str, Field(min_length=1)], "The snapshot's tag (see the `snapshots` tool).")
-OBJECT_ID = _subject("object_id", Annotated[int, Field(ge=-(2**63), le=2**63 - 1)], "The object's id in the snapshot.")
+Tag = Annotated[str, Field(min_length=1)]
+# How each kind of subject part is typed for an agent (heapdb.registry declares the parts).
+PART_TYPES: dict[str, Any] = {
+    "tag": Tag,
+    "object": Annotated[int, Field(ge=-(2**63), le=2**63 - 1)],
+    "tags": Annotated[list[Tag], Field(min_length=MIN_SERIES)],
+    "signature": int,
+}
+
+
+def _part(part: Part) -> inspect.Parameter:
+    if part.kind == "since":  # optional: all signatures without it
+        annotation = Annotated[str | None, Field(description=part.description)]
+        return inspect.Parameter(part.name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=None)
+    return _subject(part.name, PART_TYPES[part.kind], part.description)
 
 
 def _shape_retains(answer: results.Retains) -> dict[str, Any]:
@@ -85,6 +101,10 @@ def _shape_retains(answer: results.Retains) -> dict[str, Any]:
         item["dominator"] = dominator.get(item["id"])
     del data["edges"]
     return data
+
+
+# Answers an agent reads better rearranged than as the result's fields.
+SHAPES: dict[str, Callable[[Any], Any]] = {"retains": _shape_retains}
 
 
 class Tools:
@@ -121,24 +141,20 @@ class Tools:
             tool.__signature__ = inspect.Signature(arguments, return_annotation=str)  # type: ignore[attr-defined]
             server.add_tool(tool, name=name, description=description, annotations=read_only, structured_output=False)
 
-        def question(
-            name: str,
-            description: str,
-            subject: list[inspect.Parameter],
-            model: type[params.Params] | None,
-            ask: Callable[..., Any],
-            lists: Sequence[str],
-            shape: Callable[[Any], dict[str, Any]] | None = None,
-        ) -> None:
-            names = [p.name for p in subject]
+        def question(q: Question) -> None:
+            names = [part.name for part in q.subject.parts]
+            shape = SHAPES.get(q.name)
+            as_list = typing.get_origin(q.result) is list  # a bare list answer goes under its name
 
             def run(**values: Any) -> str:
-                about = [values.pop(n) for n in names]
-                extra = () if model is None else (model(**values),)
-                answer = ask(self.questions(), *about, *extra)
-                return self.answer(shape(answer) if shape else results.to_data(answer, _link), lists)
+                subject = [values.pop(name) for name in names]
+                p = None if q.model is None else q.model(**values)
+                answer = q.answer(self.questions(), subject, p)
+                data = shape(answer) if shape else results.to_data(answer, _link)
+                return self.answer({q.lists[0]: data} if as_list else data, q.lists)
 
-            add(name, description, run, [*subject, *(_arguments(model) if model else [])])
+            arguments = [_part(part) for part in q.subject.parts] + (_arguments(q.model) if q.model else [])
+            add(q.tool_name, f"{q.summary} {q.agent}", run, arguments)
 
         add(
             "snapshots",
@@ -147,192 +163,8 @@ class Tools:
             lambda: self.answer({"snapshots": [s.as_dict() for s in self.questions().snapshots()]}, ["snapshots"]),
             [],
         )
-        question(
-            "leaks",
-            "Leak candidates from three snapshots of one process, as memlab finds them: objects allocated "
-            "between `baseline` and `target` that are still alive in `final`, clustered by retainer path, "
-            "largest first. Take snapshots before the suspect action, after it, and after undoing it. Each "
-            "cluster names its `path` and a sample object in `why`: pass that to the `why` tool next.",
-            [
-                _subject("baseline", Annotated[str, Field(min_length=1)], "Tag of the snapshot before the action."),
-                _subject("target", Annotated[str, Field(min_length=1)], "Tag of the snapshot after the action."),
-                _subject("final", Annotated[str, Field(min_length=1)], "Tag of the snapshot after undoing it."),
-            ],
-            params.Leaks,
-            Questions.leaks,
-            ["clusters", "known"],
-        )
-        question(
-            "why",
-            "Why is this object alive: the chains of references from the root to it, shortest first "
-            "(each path's `objects` from the root down, `references` between them). Names the structure "
-            "that holds a leak. Use `ignore_name`/`ignore_type`/`ignore_id` to look past a holder, `ignore` "
-            "for rule selectors such as 'to.type = \"system / Context\"', `k` for more paths (independent "
-            "ones first); then `dominators` for what would free it.",
-            [TAG, OBJECT_ID],
-            params.Why,
-            Questions.why_alive,
-            ["paths"],
-        )
-        question(
-            "dominators",
-            "The chain of immediate dominators from the root down to an object: each of them, if freed, would "
-            "free the object too. The last one above the object is what owns it.",
-            [TAG, OBJECT_ID],
-            None,
-            Questions.dominators,
-            ["chain"],
-        )
-        question(
-            "retains",
-            "What an object keeps alive: its dominated subtree level by level, largest retained size first, "
-            "each object with the id of its `dominator`. `truncated` says whether there is more than listed.",
-            [TAG, OBJECT_ID],
-            params.Retains,
-            Questions.retains,
-            ["objects"],
-            _shape_retains,
-        )
-        question(
-            "top",
-            "The objects that retain the most memory in one snapshot (optionally of one type), largest first. "
-            "A first look at one snapshot; then `why` or `retains` on what stands out.",
-            [TAG],
-            params.Top,
-            Questions.top,
-            ["objects"],
-            lambda answer: {"objects": results.to_data(answer, _link)},
-        )
-        question(
-            "types",
-            "Per type in one snapshot: object count, shallow size, retained size and the largest object's "
-            "retained size, sorted by `sort`. Then `top` with `type` or `find` for that type's objects.",
-            [TAG],
-            params.Types,
-            Questions.types,
-            ["types"],
-            lambda answer: {"types": results.to_data(answer, _link)},
-        )
-        question(
-            "find",
-            "Objects of a type whose name contains a text, largest retained size first: how to get an "
-            "object id for `why`, `retains` or `object` when you know what you are looking for.",
-            [TAG],
-            params.Find,
-            Questions.find,
-            ["objects"],
-            lambda answer: {"objects": results.to_data(answer, _link)},
-        )
-        question(
-            "object",
-            "One object with its incoming and outgoing references (who holds it, what it holds).",
-            [TAG, OBJECT_ID],
-            params.ObjectDetails,
-            Questions.object,
-            ["incoming", "outgoing"],
-        )
-        question(
-            "diff",
-            "What changed between two snapshots: per type or per retainer path (any ids), or object by object "
-            "(new / survived / freed; ids must be stable), largest growth first. Then `why` on a grown "
-            "type's objects (`find`), or `leaks` with a third snapshot.",
-            [
-                _subject("before", Annotated[str, Field(min_length=1)], "Tag of the earlier snapshot."),
-                _subject("after", Annotated[str, Field(min_length=1)], "Tag of the later snapshot."),
-            ],
-            params.Diff,
-            Questions.diff,
-            ["changes", "types"],
-            lambda answer: results.to_data(answer, _link),
-        )
-        question(
-            "growth",
-            "Types or retainer paths that grew at every step across three or more snapshots (oldest first), "
-            "with their series: steady growth is the signature of a leak.",
-            [
-                _subject(
-                    "tags",
-                    Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=3)],
-                    "The snapshots' tags, oldest first (at least three).",
-                )
-            ],
-            params.Growth,
-            Questions.growth,
-            ["rows"],
-        )
-        question(
-            "suspects",
-            "Eclipse MAT-style leak suspects in one snapshot: single objects retaining a big share of the heap, "
-            "each with its accumulation point (where inside it the memory piles up), and big types. Then "
-            "`why` on a suspect's accumulation point.",
-            [TAG],
-            params.Suspects,
-            Questions.suspects,
-            ["objects", "types"],
-        )
-        question(
-            "lifelines",
-            "How the objects of one type are held: their first retainer paths merged from the root down into "
-            "a tree of `steps`, each with how many of the objects pass through it and what they retain. "
-            "Answers 'what holds my thousands of X' in one call; then `why` on one of them.",
-            [TAG],
-            params.Lifelines,
-            Questions.lifelines,
-            ["steps"],
-        )
-        question(
-            "heapdomstats",
-            "Per type, the objects whose immediate dominator is the root or a root group: what nothing of the "
-            "program's owns, most retained first. Where a leak held from a global or a root shows up.",
-            [TAG],
-            params.HeapDomStats,
-            Questions.heapdomstats,
-            ["rows"],
-        )
-        question(
-            "gate",
-            "The CI gate: whether the `candidate` build's snapshot leaks where the `baseline` build's did not "
-            "(`passed`), by retainer path: new paths retaining at least `min_bytes`, paths grown past "
-            "`max_growth`, new suspect types. Each finding names its path and a sample object in `why`. "
-            "Never records history (the CLI's `heapdb gate --record` does).",
-            [
-                _subject("baseline", Annotated[str, Field(min_length=1)], "Tag of the baseline build's snapshot."),
-                _subject("candidate", Annotated[str, Field(min_length=1)], "Tag of the candidate build's snapshot."),
-            ],
-            params.Gate,
-            Questions.gate,
-            ["findings", "known"],
-        )
-        question(
-            "signatures",
-            "The leak signatures remembered across builds by the CI gate (`heapdb gate --record`): each a "
-            "retainer path with its status (new, recurring, fixed, known) and the builds it was first and last "
-            "seen in. With `since` (a build name or tag), those first seen then or later. Then `signature` "
-            "for one's history build by build.",
-            [
-                inspect.Parameter(
-                    "since",
-                    inspect.Parameter.KEYWORD_ONLY,
-                    annotation=Annotated[
-                        str | None, Field(description="A build name or snapshot tag: only signatures first seen since.")
-                    ],
-                    default=None,
-                )
-            ],
-            None,
-            Questions.signatures,
-            ["signatures"],
-            lambda answer: {"signatures": results.to_data(answer, _link)},
-        )
-        question(
-            "signature",
-            "One leak signature's history across the recorded builds: retained bytes and objects per build, "
-            "and where it grew. The signature is a leak cluster's or gate finding's `signature`.",
-            [_subject("signature", int, "The retainer path's signature.")],
-            None,
-            Questions.history,
-            ["observations"],
-        )
+        for q in QUESTIONS:
+            question(q)
         add(
             "queries",
             "The stored Cypher queries: name, description and parameters. Run one with `query`.",

@@ -42,6 +42,7 @@ STAGES = {
     "heapdb.drawing": 5,  # graph answers as GraphViz dot and SVG
     "heapdb.flamegraph": 5,
     "heapdb.ci_report": 5,  # a gate report as JUnit XML and Markdown
+    "heapdb.registry": 5,  # every question declared once: its method, parameters, renderers
     "heapdb.cli": 6,
     "heapdb.service": 6,
     "heapdb.__main__": 6,

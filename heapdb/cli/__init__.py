@@ -25,6 +25,7 @@ import click
 
 from heapdb import __version__
 from heapdb.errors import HeapdbError
+from heapdb.registry import QUESTIONS
 
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameter numbers
 LARGE_BLOCK = 4 << 20  # bytes: blocks this large are mapped on their own, and unmapped when freed
@@ -32,64 +33,28 @@ HEAP_KEEP = 32 << 20  # bytes: free memory at the heap's top kept for the next s
 SIGPIPE_STATUS = 141  # 128 + SIGPIPE: what a shell reports for a tool whose reader closed the pipe
 
 
-# Every subcommand: the module that defines it and its one-line summary for `heapdb --help`, which
-# lists them without importing any command module. tests/test_startup.py checks this table against the
-# commands themselves.
-COMMANDS: dict[str, tuple[str, str]] = {
+# Every command but the questions': the module that defines it and its one-line summary for
+# `heapdb --help`, which lists them without importing any command module. The questions' lines come
+# from their declarations (heapdb.registry), which import nothing heavy either. tests/test_startup.py
+# checks the table against the commands themselves.
+OTHER_COMMANDS: dict[str, tuple[str, str]] = {
     "analyze": (
         "heapdb.cli.analysis_cmd",
         "Dominators, retained sizes and root distances of a snapshot FILE (any format), without Neo4j.",
     ),
     "convert": ("heapdb.cli.formats_cmd", "Rewrite the snapshot SOURCE (any format heapdb reads) as DEST."),
     "cypher": ("heapdb.cli.query_cmd", "Run one read-only Cypher statement against heapdb's Neo4j and print the rows."),
-    "diff": (
-        "heapdb.cli.compare_cmd",
-        "What grew between two loaded snapshots, BEFORE and AFTER (tags), per type or per retainer path, "
-        "or object by object.",
-    ),
-    "dominators": ("heapdb.cli.query_cmd", "The chain of immediate dominators from the root down to an object."),
     "drop": (
         "heapdb.cli.load_cmd",
         "Delete a snapshot (and any leftovers of interrupted loads of it) from the database.",
-    ),
-    "gate": (
-        "heapdb.cli.gate_cmd",
-        "Fail when the CANDIDATE build leaks where the BASELINE build did not: a retainer-path "
-        "signature new in the candidate retaining at least --min-bytes, or a path that grew by more than "
-        "--max-growth (bytes such as 2MB, or a percentage of the baseline's reachable heap such as 5%).",
-    ),
-    "growth": (
-        "heapdb.cli.compare_cmd",
-        "Types or retainer paths whose size grew at every step across three or more loaded snapshots "
-        "(TAGS, oldest first), with their per-snapshot series.",
-    ),
-    "heapdomstats": (
-        "heapdb.cli.query_cmd",
-        "Per type, what floats up to the root: objects whose immediate dominator is the root or a root "
-        "group, which no object below the root owns (on a file: heapdb analyze FILE --heapdomstats).",
     ),
     "heapgraph": (
         "heapdb.cli.heapgraph_cmd",
         "Where a Luau heap dump's objects hang, by path, exactly as Luau's tools/heapgraph.py says.",
     ),
-    "history": (
-        "heapdb.cli.gate_cmd",
-        "One remembered leak SIGNATURE (as `heapdb gate` prints it) across the recorded builds: its status, "
-        "first and last build it was seen in, the builds where it grew, and its retained bytes per build.",
-    ),
     "inspect": (
         "heapdb.cli.formats_cmd",
         "Describe a snapshot: format, version, metadata, counts, top types and roots.",
-    ),
-    "leaks": (
-        "heapdb.cli.compare_cmd",
-        "Leak candidates, as memlab finds them: what was allocated between BASELINE and TARGET and is still "
-        "alive in FINAL (three loaded snapshots of one process), clustered by retainer path.",
-    ),
-    "lifelines": (
-        "heapdb.cli.query_cmd",
-        "How the objects of a type are held: their first retainer paths merged from the root down, "
-        "with how many of them each step leads to (on a file: heapdb analyze FILE --lifelines TYPE).",
     ),
     "load": (
         "heapdb.cli.load_cmd",
@@ -100,7 +65,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "heapdb.cli.neo4j_cmd",
         "The Neo4j that heapdb installs and runs itself (Community 5.26 LTS from Maven Central).",
     ),
-    "object": ("heapdb.cli.query_cmd", "One object: its details and its incoming and outgoing references."),
     "prune": (
         "heapdb.cli.prune_cmd",
         "Prune old snapshots to their summaries (type and path groups, signatures): keep the newest N "
@@ -128,33 +92,17 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Replace the managed Neo4j's database with a fresh store of the snapshot FILES, imported offline "
         "with neo4j-admin (a backlog of builds, a nightly rebuild).",
     ),
-    "retains": ("heapdb.cli.query_cmd", "What an object keeps alive: its dominated subtree, largest first."),
     "rules": ("heapdb.cli.rules_cmd", "Rule sets kept in the database: add, list, show and remove them."),
     "serve": ("heapdb.cli.serve_cmd", "Serve heapdb's questions over HTTP, with OpenAPI docs at /docs."),
-    "signatures": (
-        "heapdb.cli.gate_cmd",
-        "The leak signatures `heapdb gate` remembered, in the order they first appeared, with their status: "
-        "new, recurring, fixed, or known (a known_leak rule covers it).",
-    ),
     "snapshots": (
         "heapdb.cli.load_cmd",
         "List the snapshots in the database: tag, status, format, counts, sizes, load time.",
     ),
-    "suspects": (
-        "heapdb.cli.query_cmd",
-        "Leak suspects in one snapshot, as Eclipse MAT finds them: objects and types retaining a big share "
-        "of the heap, and for each object where inside it the memory accumulates.",
-    ),
-    "top": (
-        "heapdb.cli.query_cmd",
-        "The objects that retain most (the root and its synthetic root kinds left out).",
-    ),
-    "types": ("heapdb.cli.query_cmd", "Objects per type: count, shallow size, retained size."),
-    "why": (
-        "heapdb.cli.query_cmd",
-        "Why is an object alive: the shortest chains of retaining references from the root.",
-    ),
 }
+QUESTION_MODULE = "heapdb.cli.question_cmd"
+COMMANDS: dict[str, tuple[str, str]] = dict(
+    sorted({**OTHER_COMMANDS, **{q.name: (QUESTION_MODULE, q.summary) for q in QUESTIONS}}.items())
+)
 
 
 class LazyCommands(MutableMapping[str, click.Command]):

@@ -1,0 +1,392 @@
+"""Every question heapdb answers, declared once: the command line, the REST routes, the MCP tools
+and the lines of ``heapdb --help`` are generated from :data:`QUESTIONS`.
+
+A :class:`Question` says what a question is called, what it is about (its :class:`Subject`: a
+snapshot, an object, two or three snapshots, a series, two builds, a leak signature, nothing), its
+one-line summary and longer help, the :class:`~heapdb.queries.questions.Questions` method that
+answers it, its parameter model (:mod:`heapdb.queries.params`), its text renderer, the drawings it
+has and what of a snapshot it reads. The result type is not declared: it is the method's return
+annotation (:attr:`Question.result`), so it cannot disagree with what the method returns.
+
+Why the method, model and renderer are named by strings: ``heapdb --help`` lists the questions
+from this table, and must stay as quick as a table (no pydantic, numpy or Neo4j driver, which the
+parameter models and the questions import; ``tests/test_startup.py`` checks it). The names resolve
+on first use, and ``tests/test_registry.py`` resolves every one of them.
+
+The front ends: :mod:`heapdb.cli.question_cmd` (commands), :mod:`heapdb.service.question_routes`
+(REST, with a response model derived from the result type) and :mod:`heapdb.service.mcp` (tools).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import typing
+from dataclasses import dataclass
+from typing import Any, Literal
+
+PartKind = Literal["tag", "object", "tags", "signature", "since"]
+Reads = Literal["objects", "references"]
+
+
+@dataclass(frozen=True)
+class Part:
+    """One thing a question is about: a positional argument of its method, an argument (or option)
+    of its command, a path or query parameter of its route, an argument of its tool."""
+
+    name: str  # the method's and the tool's argument, the command's argument or option
+    kind: PartKind  # how each front end types it: a tag, an object id, a list of tags, a signature...
+    description: str
+    rest: str = ""  # its REST name, when that is not ``name``
+
+    @property
+    def rest_name(self) -> str:
+        return self.rest or self.name
+
+
+@dataclass(frozen=True)
+class Subject:
+    """What a question is about; its kind also says where its REST route hangs (the service's table of
+    base paths)."""
+
+    kind: Literal["snapshot", "object", "two snapshots", "three snapshots", "snapshots", "builds", "signature", "none"]
+    parts: tuple[Part, ...]
+
+
+def _tag(name: str, description: str) -> Part:
+    return Part(name, "tag", description)
+
+
+TAG = _tag("tag", "The snapshot's tag (`heapdb snapshots` lists them).")
+SNAPSHOT = Subject("snapshot", (TAG,))
+OBJECT = Subject("object", (TAG, Part("object_id", "object", "The object's id in the snapshot.")))
+TWO_SNAPSHOTS = Subject(
+    "two snapshots", (_tag("before", "Tag of the earlier snapshot."), _tag("after", "Tag of the later snapshot."))
+)
+THREE_SNAPSHOTS = Subject(
+    "three snapshots",
+    (
+        _tag("baseline", "Tag of the snapshot before the action."),
+        _tag("target", "Tag of the snapshot after the action."),
+        _tag("final", "Tag of the snapshot after undoing it."),
+    ),
+)
+SERIES = Subject("snapshots", (Part("tags", "tags", "The snapshots' tags, oldest first (at least three).", "tag"),))
+BUILDS = Subject(
+    "builds",
+    (
+        _tag("baseline", "The tag of the baseline build's loaded snapshot."),
+        _tag("candidate", "The tag of the candidate build's loaded snapshot."),
+    ),
+)
+SIGNATURE = Subject("signature", (Part("signature", "signature", "The retainer path's signature.", "sig"),))
+SINCE = Subject(
+    "none",
+    (Part("since", "since", "Only signatures first seen in this build (a build name or tag) or later."),),
+)
+
+
+def _resolve(where: str) -> Any:
+    """``"module:attribute"`` imported."""
+    module, _, attribute = where.partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
+@dataclass(frozen=True)
+class Question:
+    """One question, as every front end offers it."""
+
+    name: str  # the command, the tool, the route's last segment
+    subject: Subject
+    summary: str  # one line: heapdb --help, the command's help, the route's summary, the tool's first sentence
+    ask: str  # the Questions method that answers it
+    params: str | None  # its parameter model in heapdb.queries.params (None: it takes none)
+    text: str  # its text renderer, "module:function"
+    route: str  # the REST path below the subject's base path
+    help: str = ""  # the command's further paragraphs, after the summary
+    agent: str = ""  # for an agent: how to read the answer and what to ask next (the tool's description)
+    lists: tuple[str, ...] = ()  # the answer's lists MCP pages; a list answer is wrapped under the first
+    drawings: Literal["graph", "flame", None] = None  # graph: dot and svg; flame: a flame graph (svg)
+    reads: tuple[Reads, ...] = ()  # what of a snapshot it reads beyond the stored summaries
+    tool: str = ""  # the MCP tool's name, when not ``name``
+
+    @property
+    def tool_name(self) -> str:
+        return self.tool or self.name
+
+    @property
+    def model(self) -> Any:
+        """The parameter model class, or None."""
+        return None if self.params is None else _resolve(f"heapdb.queries.params:{self.params}")
+
+    @property
+    def method(self) -> Any:
+        """The unbound :class:`~heapdb.queries.questions.Questions` method."""
+        return _method(self.ask)
+
+    @property
+    def render_text(self) -> Any:
+        return _resolve(self.text)
+
+    @property
+    def result(self) -> Any:
+        """The answer's type: the method's return annotation."""
+        return _return_type(self.ask)
+
+    def answer(self, questions: Any, subject: typing.Sequence[Any], p: Any = None) -> Any:
+        """Ask ``questions`` (a :class:`~heapdb.queries.questions.Questions`) this question."""
+        return getattr(questions, self.ask)(*subject, *(() if p is None else (p,)))
+
+
+def _method(name: str) -> Any:
+    from heapdb.queries.questions import Questions
+
+    return getattr(Questions, name)
+
+
+@functools.cache
+def _return_type(name: str) -> Any:
+    method = _method(name)
+    annotation = method.__annotations__["return"]
+    # Only the return annotation: the arguments' may name types imported for type checkers only.
+    return (
+        eval(annotation, vars(importlib.import_module(method.__module__)))
+        if isinstance(annotation, str)
+        else annotation
+    )
+
+
+QUESTIONS: tuple[Question, ...] = (
+    Question(
+        "leaks",
+        THREE_SNAPSHOTS,
+        "Leak candidates, as memlab finds them: what was allocated between BASELINE and TARGET and is still "
+        "alive in FINAL (three loaded snapshots of one process), clustered by retainer path.",
+        ask="leaks",
+        params="Leaks",
+        text="heapdb.render:leaks_text",
+        route="/leaks",
+        help="By id (the default), object ids must be stable across the three (V8 ids within one process are). "
+        "By path, a retainer path is a candidate when it held more objects in TARGET than in BASELINE and "
+        "holds at least as many in FINAL as in TARGET; that works for Luau and snap.bin too. Each "
+        "cluster's why-alive graph is also served by `heapdb serve` at the cluster's `why` link.",
+        agent="Take snapshots before the suspect action, after it, and after undoing it. Each cluster names its "
+        "`path` and a sample object in `why`: pass that to the `why` tool next.",
+        lists=("clusters", "known"),
+        reads=("objects",),
+    ),
+    Question(
+        "why",
+        OBJECT,
+        "Why is an object alive: the shortest chains of retaining references from the root.",
+        ask="why_alive",
+        params="Why",
+        text="heapdb.render:why_text",
+        route="/why",
+        help="Weak references never count. --ignore-* leave out references or objects, as DevTools' \"ignore "
+        "this retainer\" does, to see what else holds the object; --ignore takes a rule file's selector "
+        "on one line, e.g. --ignore 'to.type = \"system / Context\"' (docs/rules.md). With --k, further "
+        "paths that share nothing with the first but its dominators come first.",
+        agent="Each path's `objects` run from the root down, `references` between them; it names the structure "
+        "that holds a leak. Use `ignore_name`/`ignore_type`/`ignore_id` to look past a holder, `ignore` for "
+        "rule selectors such as 'to.type = \"system / Context\"', `k` for more paths (independent ones "
+        "first); then `dominators` for what would free it.",
+        lists=("paths",),
+        drawings="graph",
+        reads=("objects", "references"),
+    ),
+    Question(
+        "dominators",
+        OBJECT,
+        "The chain of immediate dominators from the root down to an object.",
+        ask="dominators",
+        params=None,
+        text="heapdb.render:dominators_text",
+        route="/dominators",
+        agent="Each of them, if freed, would free the object too. The last one above the object is what owns it.",
+        lists=("chain",),
+        drawings="graph",
+        reads=("objects",),
+    ),
+    Question(
+        "retains",
+        OBJECT,
+        "What an object keeps alive: its dominated subtree, largest first.",
+        ask="retains",
+        params="Retains",
+        text="heapdb.render:retains_text",
+        route="/retains",
+        agent="Level by level, each object with the id of its `dominator`. `truncated` says whether there is "
+        "more than listed.",
+        lists=("objects",),
+        drawings="graph",
+        reads=("objects",),
+    ),
+    Question(
+        "top",
+        SNAPSHOT,
+        "The objects that retain most (the root and its synthetic root kinds left out).",
+        ask="top",
+        params="Top",
+        text="heapdb.render:objects_table",
+        route="/top",
+        agent="A first look at one snapshot (optionally of one `type`); then `why` or `retains` on what stands out.",
+        lists=("objects",),
+        reads=("objects",),
+    ),
+    Question(
+        "types",
+        SNAPSHOT,
+        "Objects per type: count, shallow size, retained size.",
+        ask="types",
+        params="Types",
+        text="heapdb.render:types_table",
+        route="/types",
+        agent="With the largest object's retained size, sorted by `sort`. Then `top` with `type` or `find` for "
+        "that type's objects.",
+        lists=("types",),
+    ),
+    Question(
+        "find",
+        SNAPSHOT,
+        "Objects of a type whose name contains a text, largest retained first.",
+        ask="find",
+        params="Find",
+        text="heapdb.render:objects_table",
+        route="/find",
+        agent="How to get an object id for `why`, `retains` or `object` when you know what you are looking for.",
+        lists=("objects",),
+        reads=("objects",),
+    ),
+    Question(
+        "object",
+        OBJECT,
+        "One object: its details and its incoming and outgoing references.",
+        ask="object",
+        params="ObjectDetails",
+        text="heapdb.render:object_text",
+        route="",
+        agent="Who holds it (`incoming`) and what it holds (`outgoing`).",
+        lists=("incoming", "outgoing"),
+        reads=("objects", "references"),
+    ),
+    Question(
+        "diff",
+        TWO_SNAPSHOTS,
+        "What grew between two loaded snapshots, BEFORE and AFTER (tags), per type or per retainer path, "
+        "or object by object.",
+        ask="diff",
+        params="Diff",
+        text="heapdb.render:diff_text",
+        route="",
+        help="--by object needs ids that name the same object in both snapshots (V8 snapshots of one process); "
+        "when the formats or the data say they may not, warnings go to stderr and into the answer.",
+        agent="Per type or per retainer path need no stable ids; object by object (new / survived / freed) does. "
+        "Largest growth first. Then `why` on a grown type's objects (`find`), or `leaks` with a third snapshot.",
+        lists=("changes", "types"),
+        drawings="flame",
+    ),
+    Question(
+        "growth",
+        SERIES,
+        "Types or retainer paths whose size grew at every step across three or more loaded snapshots "
+        "(TAGS, oldest first), with their per-snapshot series.",
+        ask="growth",
+        params="Growth",
+        text="heapdb.render:growth_text",
+        route="/growth",
+        help="Reads the totals stored at load only, so it answers at once at any heap size; needs no stable ids.",
+        agent="Steady growth is the signature of a leak.",
+        lists=("rows",),
+    ),
+    Question(
+        "suspects",
+        SNAPSHOT,
+        "Leak suspects in one snapshot, as Eclipse MAT finds them: objects and types retaining a big share "
+        "of the heap, and for each object where inside it the memory accumulates.",
+        ask="suspects",
+        params="Suspects",
+        text="heapdb.render:suspects_text",
+        route="/suspects",
+        agent="Then `why` on a suspect's accumulation point.",
+        lists=("objects", "types"),
+        reads=("objects",),
+    ),
+    Question(
+        "lifelines",
+        SNAPSHOT,
+        "How the objects of a type are held: their first retainer paths merged from the root down, "
+        "with how many of them each step leads to (on a file: heapdb analyze FILE --lifelines TYPE).",
+        ask="lifelines",
+        params="Lifelines",
+        text="heapdb.loader.views:lifelines_text",
+        route="/lifelines",
+        agent="A tree of `steps`, each with how many of the objects pass through it and what they retain: "
+        "answers 'what holds my thousands of X' in one call; then `why` on one of them.",
+        lists=("steps",),
+        reads=("objects",),
+    ),
+    Question(
+        "heapdomstats",
+        SNAPSHOT,
+        "Per type, what floats up to the root: objects whose immediate dominator is the root or a root "
+        "group, which no object below the root owns (on a file: heapdb analyze FILE --heapdomstats).",
+        ask="heapdomstats",
+        params="HeapDomStats",
+        text="heapdb.loader.views:heapdomstats_text",
+        route="/heapdomstats",
+        agent="Most retained first: where a leak held from a global or a root shows up.",
+        lists=("rows",),
+        reads=("objects",),
+    ),
+    Question(
+        "gate",
+        BUILDS,
+        "Fail when the CANDIDATE build leaks where the BASELINE build did not: a retainer-path "
+        "signature new in the candidate retaining at least --min-bytes, or a path that grew by more than "
+        "--max-growth (bytes such as 2MB, or a percentage of the baseline's reachable heap such as 5%).",
+        ask="gate",
+        params="Gate",
+        text="heapdb.ci_report:gate_text",
+        route="/gate",
+        help="Thresholds the command line does not give come from the [gate] table of --rules (a rule file "
+        "or a stored rule set's name), else of the rules the candidate was loaded with, else the defaults "
+        "shown (docs/rules.md).\n\n"
+        "Compares the two loaded snapshots by retainer path (no stable ids needed). Leaks that the "
+        "candidate's rules mark as known_leak are reported but never fail. With --record (the default) "
+        "both builds and the leak signatures are remembered, so `heapdb history SIGNATURE` shows where "
+        "a leak came and went; a build is named by the snapshot's `--meta build=N`, else its tag.",
+        agent="`passed` is the verdict; the findings are new paths retaining at least `min_bytes`, paths grown "
+        "past `max_growth` and new suspect types, each with its path and a sample object in `why`. Never "
+        "records history (the CLI's `heapdb gate --record` does).",
+        lists=("findings", "known"),
+    ),
+    Question(
+        "signatures",
+        SINCE,
+        "The leak signatures `heapdb gate` remembered, in the order they first appeared, with their status: "
+        "new, recurring, fixed, or known (a known_leak rule covers it).",
+        ask="signatures",
+        params=None,
+        text="heapdb.ci_report:signatures_text",
+        route="/signatures",
+        agent="Each a retainer path with the builds it was first and last seen in. Then `signature` for one's "
+        "history build by build.",
+        lists=("signatures",),
+    ),
+    Question(
+        "history",
+        SIGNATURE,
+        "One remembered leak SIGNATURE (as `heapdb gate` prints it) across the recorded builds: its status, "
+        "first and last build it was seen in, the builds where it grew, and its retained bytes per build.",
+        ask="history",
+        params=None,
+        text="heapdb.ci_report:history_text",
+        route="",
+        agent="The signature is a leak cluster's or gate finding's `signature`.",
+        lists=("observations",),
+        tool="signature",
+    ),
+)
+
+BY_NAME = {q.name: q for q in QUESTIONS}
