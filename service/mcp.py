@@ -17,11 +17,12 @@ See docs/mcp.md.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import secrets
 import typing
 from collections.abc import Callable, Mapping, Sequence
-from typing import Annotated, Any, cast
+from typing import Annotated, Any, Literal, cast
 
 import neo4j.exceptions
 from mcp.server.mcpserver import MCPServer
@@ -49,7 +50,8 @@ Then `retains` (what an object keeps alive) and `dominators` (what would free it
 Leaks the CI gate found across builds: `signatures`, then `signature` for one's history.
 Answers are bounded: a long one returns its first page and `page.handle` / `page.next`; call
 `page` with them for the rest, or ask again with a smaller `limit`. Objects are named by
-{"tag", "object_id"}: pass those to `why`, `retains`, `dominators` or `object`."""
+{"tag", "object_id"}: pass those to `why`, `retains`, `dominators` or `object`. Answers are compact:
+no null fields, and an object described once, later as its id alone; `detail="full"` gives all."""
 
 
 def _link(ref: results.ObjectRef) -> dict[str, Any]:
@@ -103,6 +105,43 @@ def _shape_retains(answer: results.Retains) -> dict[str, Any]:
     return data
 
 
+# An object's details in an answer: ObjectInfo as JSON, whose fields a compact answer gives once.
+OBJECT_FIELDS = frozenset(f.name for f in dataclasses.fields(results.ObjectInfo))
+DETAIL = inspect.Parameter(
+    "detail",
+    inspect.Parameter.KEYWORD_ONLY,
+    annotation=Annotated[
+        Literal["compact", "full"],
+        Field(
+            description="compact (the default): no null fields, and an object already described earlier in "
+            "the answer as its id alone; full: every field of every object, as `heapdb <command> --json`."
+        ),
+    ],
+    default="compact",
+)
+
+
+def compact(data: Any) -> Any:
+    """An answer without what an agent would read twice: fields that are null, and the details of an
+    object described earlier in the answer (a why-alive answer's target ends each of its paths, and
+    paths share the root and their first holders), which come as their id alone (with what a tool
+    added to them, such as a subtree's ``dominator``)."""
+    described: set[int] = set()
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, dict):
+            if value.keys() >= OBJECT_FIELDS:
+                if value["id"] in described:
+                    value = {key: item for key, item in value.items() if key == "id" or key not in OBJECT_FIELDS}
+                described.add(value["id"])
+            return {key: walk(item) for key, item in value.items() if item is not None}
+        if isinstance(value, list):
+            return [walk(item) for item in value]
+        return value
+
+    return walk(data)
+
+
 # Answers an agent reads better rearranged than as the result's fields.
 SHAPES: dict[str, Callable[[Any], Any]] = {"retains": _shape_retains}
 
@@ -146,14 +185,16 @@ class Tools:
             shape = SHAPES.get(q.name)
             as_list = typing.get_origin(q.result) is list  # a bare list answer goes under its name
 
-            def run(**values: Any) -> str:
+            def run(detail: str, **values: Any) -> str:
                 subject = [values.pop(name) for name in names]
                 p = None if q.model is None else q.model(**values)
                 answer = q.answer(self.questions(), subject, p)
                 data = shape(answer) if shape else results.to_data(answer, _link)
-                return self.answer({q.lists[0]: data} if as_list else data, q.lists)
+                data = {q.lists[0]: data} if as_list else data
+                return self.answer(data if detail == "full" else compact(data), q.lists)
 
             arguments = [_part(part) for part in q.subject.parts] + (_arguments(q.model) if q.model else [])
+            arguments.append(DETAIL)
             add(q.tool_name, f"{q.summary} {q.agent}", run, arguments)
 
         add(

@@ -37,6 +37,7 @@ from heapdb.neo4j_server import free_port
 from heapdb.queries import catalog, params, results
 from heapdb.queries.questions import Questions
 from heapdb.service.answer_pages import MAX_ANSWER_CHARS, MAX_PAGE_ITEMS, Pages
+from heapdb.service.mcp import compact
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -164,9 +165,11 @@ def joined(pages: list[dict[str, Any]], key: str) -> list[Any]:
     return [item for page in pages for item in page[key]]
 
 
-def as_agent_sees(answer: Any) -> Any:
-    """A result as the tools send it: objects pointed at as the `why` tool's arguments."""
-    return json.loads(json.dumps(results.to_data(answer, lambda ref: {"tag": ref.tag, "object_id": ref.id})))
+def as_agent_sees(answer: Any, detail: str = "compact") -> Any:
+    """A result as the tools send it: objects pointed at as the `why` tool's arguments; by default
+    compact (no null fields, an object described once)."""
+    data = json.loads(json.dumps(results.to_data(answer, lambda ref: {"tag": ref.tag, "object_id": ref.id})))
+    return data if detail == "full" else compact(data)
 
 
 @pytest.fixture(scope="module")
@@ -203,6 +206,7 @@ def test_an_agent_finds_the_leak_from_scratch(database: Database, loaded: dict[s
         assert cluster["why"] == {"tag": final, "object_id": cluster["sample_ids"][0]}
         found["leaks"] = leaks
         found["why"] = await call(client, "why", **cluster["why"])
+        found["full"] = await call(client, "why", **cluster["why"], detail="full")
 
     over_stdio(agent)
     leaks, why = found["leaks"], found["why"]
@@ -210,16 +214,19 @@ def test_an_agent_finds_the_leak_from_scratch(database: Database, loaded: dict[s
     assert leaks["clusters"] == as_agent_sees(expected.clusters)[: len(leaks["clusters"])]
     cluster = leaks["clusters"][0]
     path = why["paths"][0]
-    assert path["objects"][-1]["id"] == cluster["sample_ids"][0]
-    assert path["objects"][-1]["type"] == cluster["type"]
+    full_path = found["full"]["paths"][0]
+    assert full_path["objects"][-1]["id"] == cluster["sample_ids"][0]
+    assert full_path["objects"][-1]["type"] == cluster["type"]
     described = " ".join(
-        f"{o['type']} {o['name']} {r['name']}" for o, r in zip(path["objects"], [*path["references"], {"name": ""}])
+        f"{o['type']} {o['name']} {r['name']}"
+        for o, r in zip(full_path["objects"], [*full_path["references"], {"name": ""}])
     )
     assert any(holder in described for holder in LEAK_HOLDERS), described
-    assert why == {
-        **as_agent_sees(Questions(database).why_alive(cluster["why"]["tag"], cluster["why"]["object_id"])),
-        "page": why["page"],
-    }
+    asked = Questions(database).why_alive(cluster["why"]["tag"], cluster["why"]["object_id"])
+    assert why == {**as_agent_sees(asked), "page": why["page"]}
+    assert found["full"] == {**as_agent_sees(asked, "full"), "page": found["full"]["page"]}
+    # Compact: the target, described once above the paths, ends each path as its id alone.
+    assert why["target"]["type"] == cluster["type"] and path["objects"][-1] == {"id": cluster["sample_ids"][0]}
 
 
 def test_long_answers_come_in_pages_that_join_to_the_whole(database: Database, loaded: dict[str, str]) -> None:
@@ -254,7 +261,7 @@ def test_long_answers_come_in_pages_that_join_to_the_whole(database: Database, l
     )
     listed = joined(found["retains"], "objects")
     assert [o["id"] for o in listed] == [o.id for o in retains.objects]
-    assert {(o["dominator"], o["id"]) for o in listed[1:]} == set(retains.edges) and listed[0]["dominator"] is None
+    assert {(o["dominator"], o["id"]) for o in listed[1:]} == set(retains.edges) and "dominator" not in listed[0]
 
 
 def test_errors_are_tool_errors_with_heapdbs_message(loaded: dict[str, str]) -> None:
@@ -379,3 +386,19 @@ def test_lifelines_heapdomstats_and_the_gate_answer_as_the_python_api(
     answer = found["gate"][0]
     assert answer["passed"] is False and answer["min_bytes"] == 65536
     assert joined(found["gate"], "findings") == as_agent_sees(gate)["findings"]
+
+
+def test_a_compact_answer_describes_each_object_once_and_leaves_out_nulls() -> None:
+    root = results.ObjectInfo(1, "(root)", "", "synthetic", 0, 100, 3, 0, True, root=True)
+    holder = results.ObjectInfo(2, "Map", "cache", "object", 10, 90, 2, 1, True, location="a.js:1:1")
+    target = results.ObjectInfo(3, "Item", "", "object", 80, 80, 1, 2, True)
+    ref = results.Reference("property", "x")
+    paths = [results.RetainerPath([root, holder, target], [ref, ref]), results.RetainerPath([root, target], [ref])]
+    full = as_agent_sees(results.WhyAlive("t", target, paths), "full")
+    data = compact(full)
+    assert data["target"] == {key: value for key, value in full["target"].items() if value is not None}
+    assert data["paths"][0]["objects"][0]["root"] is True  # the root's first mention: described
+    assert data["paths"][0]["objects"][1]["location"] == "a.js:1:1" and "verdict" not in data["paths"][0]["objects"][1]
+    assert data["paths"][0]["objects"][2] == {"id": 3}  # the target, described above
+    assert data["paths"][1]["objects"] == [{"id": 1}, {"id": 3}]
+    assert data["paths"][1]["references"] == full["paths"][1]["references"]
