@@ -64,6 +64,12 @@ def test_user_error_has_no_traceback_and_debug_shows_it(tmp_path) -> None:
     assert "Traceback" in debug.stderr
 
 
+def test_growth_over_two_snapshots_is_a_usage_error() -> None:
+    """The core's check (heapdb.queries.compare.check_series), asked before any database is."""
+    result = CliRunner().invoke(main, ["growth", "a", "b"])
+    assert result.exit_code == 2 and "growth needs at least three snapshots, got 2" in result.output
+
+
 def test_unknown_command_is_a_usage_error() -> None:
     result = CliRunner().invoke(main, ["no-such-command"])
     assert result.exit_code == 2

@@ -637,6 +637,17 @@ def test_cli_other_questions_and_errors(v8: Loaded) -> None:
     assert code == 2 and "--type" in err
 
 
+def test_cli_find_lists_what_the_api_finds(questions: Questions, v8: Loaded) -> None:
+    code, out, err = invoke("find", v8.tag, "--type", "LeakedItem", "--limit", "3", "--json")
+    assert code == 0, err
+    expected = questions.find(v8.tag, params.Find(type="LeakedItem", limit=3))
+    assert [o["id"] for o in json.loads(out)] == [o.id for o in expected] and expected
+    code, out, _ = invoke("find", v8.tag, "--type", "LeakedItem", "--limit", "3")
+    assert code == 0 and all("LeakedItem" in line for line in out.splitlines()[1:])
+    code, _, err = invoke("find", v8.tag)
+    assert code == 2 and "--type" in err
+
+
 def test_cli_stored_queries(v8: Loaded) -> None:
     code, out, _ = invoke("queries", "--json")
     assert code == 0 and {q["name"] for q in json.loads(out)} == set(catalog.catalog())
