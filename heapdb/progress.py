@@ -10,8 +10,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Protocol
 
-# A reader's progress callback: called with the number of bytes consumed since its last call.
-ByteProgress = Callable[[int], None]
+# A reader's progress callback: called with the number of bytes consumed since its last call. What it
+# returns is ignored (a bar's ``update`` returns whether it redrew).
+ByteProgress = Callable[[int], object]
 
 # When set, every bar also keeps this file up to date with one JSON object, {"phase": its
 # description, "done": n, "total": total or null}: how the service follows a load it runs as a child

@@ -201,7 +201,7 @@ class Spooler:
 
         self._file.flush()
         try:
-            self.format = formats.detect(self.path).NAME
+            self.format = formats.detect(self.path).name
         except FormatError as e:
             raise UploadError(f"the upload is not a snapshot heapdb reads: {e.problem}") from None
 

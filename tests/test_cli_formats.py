@@ -87,7 +87,7 @@ def test_convert_to_heapsnapshot_by_suffix_and_back(tmp_path: Path) -> None:
     chrome = tmp_path / "out.heapsnapshot"
     code, out, err = run("convert", str(source), str(chrome))
     assert code == 0, err
-    assert formats.detect(chrome).NAME == "v8"
+    assert formats.detect(chrome).name == "v8"
     g = formats.read_graph(chrome)
     counts = type_counts(g)
     assert counts["Item"] == 60 and counts["Blob"] == 60 and counts["List"] == 1
@@ -95,7 +95,7 @@ def test_convert_to_heapsnapshot_by_suffix_and_back(tmp_path: Path) -> None:
     again = tmp_path / "again.heapsnapshot"
     code, _, err = run("convert", str(chrome), str(again), "--to", "snapbin")
     assert code == 0, err
-    assert formats.detect(again).NAME == "snapbin"
+    assert formats.detect(again).name == "snapbin"
     h = read_graph(again)
     assert type_counts(h)["Item"] == 60 and set(read_graph(source).ids[:122].tolist()) <= set(h.ids.tolist())
 

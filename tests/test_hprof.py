@@ -85,7 +85,7 @@ def small(id_size: int = 8, version: str = "1.0.2") -> tuple[HprofWriter, dict[s
 def test_types_edges_and_sizes(tmp_path: Path, id_size: int) -> None:
     w, c = small(id_size)
     path = write(tmp_path, w.to_bytes())
-    assert formats.detect(path) is hprof
+    assert formats.detect(path) is formats.HPROF
     g = hprof.read_graph(path)
     assert g.meta["format"] == "hprof" and g.meta["id_size"] == id_size
     header = 2 * id_size
@@ -612,7 +612,7 @@ def java_dump(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
 @needs_jdk
 def test_real_dump_counts_retained_sizes_and_weak_references(java_dump: tuple[Path, dict[str, int]]) -> None:
     dump, hist = java_dump
-    assert formats.detect(dump) is hprof
+    assert formats.detect(dump) is formats.HPROF
     g = hprof.read_graph(dump)
     types = collections.Counter(g.strings[t] for t in g.type.tolist())
     assert types["Leak$Session"] == SESSIONS

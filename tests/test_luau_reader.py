@@ -114,7 +114,7 @@ SAMPLE_ROOTS = {"mainthread": "0x1000", "registry": "0x1160"}
 
 def test_sample_dump_nodes(tmp_path: Path) -> None:
     path = write_dump(tmp_path, sample_objects(), SAMPLE_ROOTS)
-    assert formats.detect(path) is luau
+    assert formats.detect(path) is formats.LUAU
     g = luau.read_graph(path)
     assert g.node_count == 4 + 17  # (root), two listed root kinds, (other roots), the objects (no sentinel)
     assert [g.node_name(i) for i in range(4)] == ["(root)", "(mainthread roots)", "(registry roots)", "(other roots)"]

@@ -159,7 +159,7 @@ def test_small_snapshot_edges(tmp_path: Path) -> None:
 
 def test_detect_picks_v8(tmp_path: Path) -> None:
     path = write(tmp_path, small_snapshot())
-    assert formats.detect(path) is v8
+    assert formats.detect(path) is formats.V8
     assert not v8.sniff(b'{"objects": {}, "roots": {}}')
     assert not v8.sniff(b"HEAPSNAP")
 
