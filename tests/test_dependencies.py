@@ -2,10 +2,13 @@
 pyproject.toml, and pinned in constraints.txt.
 
 The package (its folders, as pyproject.toml maps them) may import only the runtime dependencies;
-tests/ also the ``test`` extra, benchmarks/ also a ``benchmark`` extra (they need none today) and
-scripts/ also the ``check`` extra. A module that is there only because another dependency pulls it
+tests/ also the ``test`` extra, benchmarks/ also the ``benchmark`` extra, heapgen/ (which both
+import) only what both extras declare, and scripts/ also the ``check`` extra. A module that is there only because another dependency pulls it
 in (pydantic through fastapi) is still declared when heapdb imports it itself: the other package
 may drop it, or change the major version heapdb was written against.
+
+Tests and benchmarks do not import each other: what both need (generated snapshots, the Node and
+Chromium drivers, the fuzzer) is in heapgen/, which imports neither (docs/decisions.md says why).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
-FIRST_PARTY = {"heapdb", "tests", "benchmarks"}
+FIRST_PARTY = set(PYPROJECT["tool"]["ruff"]["lint"]["isort"]["known-first-party"])  # heapdb, heapgen, tests, benchmarks
 
 
 def normalise(distribution: str) -> str:
@@ -56,6 +59,7 @@ GROUPS = {
     "the package": (package_folders(), declared()),
     "tests": ([REPO / "tests"], declared("test")),
     "benchmarks": ([REPO / "benchmarks"], declared("benchmark")),
+    "heapgen": ([REPO / "heapgen"], declared("test") & declared("benchmark")),
     "scripts": ([REPO / "scripts"], declared("check")),
 }
 
@@ -120,3 +124,35 @@ def test_every_declared_dependency_is_pinned_in_constraints() -> None:
     optional = PYPROJECT["project"]["optional-dependencies"]
     everything = declared(*optional)
     assert everything - pinned == set(), "declared but not pinned (refresh constraints.txt as its header says)"
+
+
+# Who may not import whom, by first-party top-level name. A test of a benchmark's own code imports
+# the benchmark it tests: that is its subject, not a helper borrowed from the other side.
+FORBIDDEN = {"tests": {"benchmarks"}, "benchmarks": {"tests"}, "heapgen": {"tests", "benchmarks"}}
+TESTS_OF_BENCHMARKS = {"tests/test_footprint_models.py": {"benchmarks"}}
+
+
+def crossings(folder: Path, forbidden: set[str], allowed: dict[str, set[str]]) -> list[str]:
+    """Each file under ``folder`` importing a name of ``forbidden`` that ``allowed`` does not grant it."""
+    found = []
+    for path in sorted(folder.rglob("*.py")):
+        if "node_modules" in path.parts:
+            continue
+        name = path.relative_to(folder.parent).as_posix()
+        crossed = imported_top_levels(path) & forbidden - allowed.get(name, set())
+        found += [f"{name} imports {other}" for other in sorted(crossed)]
+    return found
+
+
+def test_tests_and_benchmarks_do_not_import_each_other() -> None:
+    found = [line for top, other in FORBIDDEN.items() for line in crossings(REPO / top, other, TESTS_OF_BENCHMARKS)]
+    assert not found, "move what both need to heapgen/:\n" + "\n".join(found)
+
+
+def test_the_check_finds_a_test_importing_a_benchmark(tmp_path: Path) -> None:
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test_x.py").write_text("def test_x():\n    from benchmarks.synth import synth_graph\n")
+    (tests / "test_y.py").write_text("from heapgen.synth import synth_graph\n")
+    assert crossings(tests, FORBIDDEN["tests"], {}) == ["tests/test_x.py imports benchmarks"]
+    assert crossings(tests, FORBIDDEN["tests"], {"tests/test_x.py": {"benchmarks"}}) == []
