@@ -44,10 +44,7 @@ STAGES = {
     "heapdb.db": 3,
     "heapdb.loader.store": 3,
     "heapdb.queries": 4,
-    "heapdb.render": 5,
-    "heapdb.drawing": 5,  # graph answers as GraphViz dot and SVG
-    "heapdb.flamegraph": 5,
-    "heapdb.ci_report": 5,  # a gate report as JUnit XML and Markdown
+    "heapdb.renderers": 5,  # answers as text, dot and SVG, flame graphs, gate reports, treemaps, charts
     "heapdb.cli": 6,
     "heapdb.service": 6,
     "heapdb.__main__": 6,
