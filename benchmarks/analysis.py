@@ -46,7 +46,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.synth import parse_count
+from heapgen.synth import parse_count
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -110,7 +110,7 @@ def heapdb_analyze(path: Path) -> dict[str, Any]:
 
 def memlab_analyze(path: Path, results_out: Path | None = None) -> dict[str, Any]:
     """memlab's ``getFullHeapFromFile`` on ``path`` in a fresh Node process."""
-    from tests.support.v8 import JS_DIR, ensure_node_tools, node_environment
+    from heapgen.node import JS_DIR, ensure_node_tools, node_environment
 
     ensure_node_tools()
     args = ["node", NODE_HEAP_FLAG, "-e", MEMLAB_SCRIPT, str(path)]
@@ -174,13 +174,13 @@ def synthetic_file(workdir: Path, objects: int, references: int) -> Path:
     if not path.exists():
         args = ["--objects", str(objects), "--references", str(references), "--seed", "0"]
         subprocess.run(
-            [sys.executable, "-m", "benchmarks.synth", str(path), *args], cwd=REPO, check=True, stdout=sys.stderr
+            [sys.executable, "-m", "heapgen.synth", str(path), *args], cwd=REPO, check=True, stdout=sys.stderr
         )
     return path
 
 
 def v8_file(workdir: Path, units: int) -> Path:
-    from tests.support.v8 import write_leak_snapshot
+    from heapgen.node import write_leak_snapshot
 
     path = workdir / f"leak-{units}" / "baseline.heapsnapshot"
     if not path.exists():

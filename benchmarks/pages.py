@@ -35,7 +35,7 @@ import httpx
 from benchmarks.ingest import private_neo4j
 from heapdb.neo4j_server import free_port
 from heapdb.service import compare_pages, pages, query_pages
-from tests.support.v8 import ensure_node_tools, write_leak_snapshots
+from heapgen.node import ensure_node_tools, write_leak_snapshots
 
 GOAL_MS = 300  # issue 13's goal for every page's server time, warm
 
@@ -109,7 +109,7 @@ def measure(client: httpx.Client, urls: list[str], requests: int) -> dict[str, f
 
 def treemap_in_chromium(base: str, tag: str) -> dict[str, float]:
     """Navigation timings (ms from the start of the navigation) of the treemap page in Chromium."""
-    from tests.support.chromium import ChromiumPage
+    from heapgen.chromium import ChromiumPage
 
     with ChromiumPage("about:blank", timeout=120) as browser:
         browser.goto(base + pages.treemap_page(tag))

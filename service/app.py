@@ -39,11 +39,12 @@ from starlette.convertors import Convertor, register_url_convertor
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from heapdb import __version__, config, db, drawing, render
+from heapdb import __version__, config, db
 from heapdb.errors import HeapdbError, NotFound, ParameterError
 from heapdb.queries import catalog, params, results
 from heapdb.queries.cache import AnswerCache
 from heapdb.queries.questions import Questions
+from heapdb.renderers import drawing, text
 from heapdb.service import compare_pages, intake, links, pages, query_pages, rule_routes
 
 
@@ -383,7 +384,7 @@ def create_app(
         answer = questions().diff(before, after, p)
         if format == "svg":
             assert isinstance(answer, results.Diff)
-            flame = render.growth_flamegraph(answer)
+            flame = text.growth_flamegraph(answer)
             if flame is None:
                 raise NotFound(f"nothing grew from {before} to {after}: there is no flame graph to draw")
             return Response(flame, media_type=GRAPH_MEDIA["svg"])

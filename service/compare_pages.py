@@ -22,12 +22,12 @@ from urllib.parse import urlencode
 from fastapi import FastAPI, Query, Request, Response
 from markupsafe import Markup
 
-from heapdb import render
 from heapdb.errors import ParameterError
 from heapdb.queries import params
 from heapdb.queries.questions import Questions
 from heapdb.queries.results import Change, Diff
-from heapdb.service import charts, links
+from heapdb.renderers import charts, text
+from heapdb.service import links
 from heapdb.service.pages import JSON_SUFFIX, respond, templates, wants_json
 
 COMPARE = "/compare"
@@ -128,7 +128,7 @@ def _flamegraph(ask: Questions, answer: Diff, limit: int) -> Markup | None:
         answer if answer.by == "path" else ask.diff(answer.before, answer.after, params.Diff(by="path", limit=limit))
     )
     assert isinstance(by_path, Diff)
-    drawing = render.growth_flamegraph(by_path)
+    drawing = text.growth_flamegraph(by_path)
     return None if drawing is None else Markup(drawing[drawing.index("<svg") :])
 
 

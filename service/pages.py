@@ -25,7 +25,6 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 from pydantic import Field
 
-from heapdb import drawing, render
 from heapdb.errors import NotFound
 from heapdb.loader.store import Snapshot, list_snapshots
 from heapdb.loader.store.prune import SUMMARY_ANSWERS, load_again
@@ -33,8 +32,9 @@ from heapdb.loader.store.snapshots import BUILD_META
 from heapdb.queries import params
 from heapdb.queries.questions import Questions
 from heapdb.queries.results import ObjectInfo, Retains
+from heapdb.renderers import drawing, text
+from heapdb.renderers import treemap as treemaps
 from heapdb.service import links
-from heapdb.service import treemap as treemaps
 from heapdb.units import human_bytes
 
 SNAPSHOTS = "/"
@@ -78,7 +78,7 @@ templates.globals.update(
     human_bytes=human_bytes,
     treemap_page=treemap_page,
     treemap_labels=treemaps.labels,
-    reference_label=render.reference_label,
+    reference_label=text.reference_label,
     snapshot_page=lambda tag: page_path(SNAPSHOT, tag=tag),
     object_page=object_page,
     api_docs="/docs",

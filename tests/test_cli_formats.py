@@ -147,3 +147,9 @@ def test_the_real_executable_reports_a_truncated_file_in_one_line(tmp_path: Path
     assert proc.returncode == 1
     assert proc.stderr.count("\n") == 1 and "truncated" in proc.stderr and str(truncated) in proc.stderr
     assert "Traceback" not in proc.stderr and proc.stdout == ""
+
+
+@pytest.mark.parametrize("format_name", ["V8", "Luau", "hprof", "snap.bin"])
+def test_load_help_names_every_format_it_reads(format_name: str) -> None:
+    result = CliRunner().invoke(main, ["load", "--help"])
+    assert result.exit_code == 0 and format_name in " ".join(result.output.split())

@@ -16,7 +16,7 @@ from heapdb.loader import formats
 from heapdb.loader.analysis import Semantics, semantics_for
 from heapdb.loader.graph import SYNTHETIC_KIND, EdgeKind, HeapGraph
 from heapdb.loader.rules.defaults import RUNTIMES, runtime_of
-from tests.fuzz.engine import seeds
+from heapgen.fuzz import seeds
 
 
 @pytest.mark.parametrize("declared", formats.FORMATS, ids=lambda f: f.name)

@@ -20,7 +20,6 @@ import pytest
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
-from heapdb import ci_report
 from heapdb.cli import main
 from heapdb.db import Database
 from heapdb.errors import NotFound, ParameterError
@@ -31,6 +30,7 @@ from heapdb.queries import params
 from heapdb.queries.gate import classify, threshold_bytes
 from heapdb.queries.questions import Questions
 from heapdb.queries.results import GateFinding, GateReport, ObjectRef
+from heapdb.renderers import ci_report
 from heapdb.service.app import create_app
 from heapdb.service.links import to_json
 from heapdb.units import parse_threshold

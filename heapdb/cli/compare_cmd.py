@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from heapdb import db, drawing, render
+from heapdb import db
 from heapdb.cli import main
 from heapdb.cli.options import (
     TABLE_FORMATS,
@@ -21,6 +21,7 @@ from heapdb.cli.options import (
 from heapdb.queries import params
 from heapdb.queries.questions import Questions
 from heapdb.queries.results import Diff, ObjectDiff
+from heapdb.renderers import drawing, text
 
 
 @main.command()
@@ -52,13 +53,13 @@ def diff(
         warn(answer.warnings)
     if svg_out is not None:
         assert isinstance(answer, Diff)
-        flame = render.growth_flamegraph(answer)
+        flame = text.growth_flamegraph(answer)
         if flame is None:
             click.echo(f"heapdb: nothing grew from {before} to {after}: no flame graph written", err=True)
         else:
             svg_out.write_text(flame)
             click.echo(f"wrote {svg_out}", err=True)
-    emit(render_answer(answer, fmt, render.diff_text), output)
+    emit(render_answer(answer, fmt, text.diff_text), output)
 
 
 @main.command()
@@ -103,7 +104,7 @@ def leaks(
                 path = dot_dir / f"leak-{number:02d}-{_file_part(cluster.type)}-{cluster.why.id}.dot"
                 path.write_text(drawing.dot(why), encoding="utf-8")
             click.echo(f"heapdb: wrote {len(answer.clusters)} why-alive graphs to {dot_dir}", err=True)
-    emit(render_answer(answer, fmt, render.leaks_text), output)
+    emit(render_answer(answer, fmt, text.leaks_text), output)
 
 
 def _file_part(text: str) -> str:
@@ -126,4 +127,4 @@ def growth(tags: tuple[str, ...], p: params.Growth, fmt: str, output: str | None
         raise click.UsageError(f"growth needs at least three snapshots, got {len(tags)}")
     with db.connect() as database:
         answer = Questions(database, timeout).growth(list(tags), p)
-    emit(render_answer(answer, fmt, render.growth_text), output)
+    emit(render_answer(answer, fmt, text.growth_text), output)

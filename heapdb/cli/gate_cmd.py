@@ -10,12 +10,13 @@ from typing import Any, TypeVar
 
 import click
 
-from heapdb import ci_report, db
+from heapdb import db
 from heapdb.cli import main
 from heapdb.cli.options import TABLE_FORMATS, emit, output_options, question_options, render_answer, timeout_option
 from heapdb.errors import HeapdbError
 from heapdb.queries import params
 from heapdb.queries.questions import Questions
+from heapdb.renderers import ci_report
 
 GATE_FAILED = 1  # the candidate leaks: what a CI step fails on
 # Any other error of the gate's own (an unknown tag, a bad threshold), kept apart from GATE_FAILED so

@@ -3,7 +3,7 @@
 (``heapdb queries``, ``heapdb query``) and one statement of your own (``heapdb cypher``).
 
 Each command parses its arguments, calls :class:`heapdb.queries.questions.Questions` (the same
-functions the REST service calls) and renders the answer with :mod:`heapdb.render`. The
+functions the REST service calls) and renders the answer with :mod:`heapdb.renderers.text`. The
 questions' options come from their declarations in :mod:`heapdb.queries.params`.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from heapdb import db, render
+from heapdb import db
 from heapdb.cli import main
 from heapdb.cli.options import (
     GRAPH_FORMATS,
@@ -31,6 +31,7 @@ from heapdb.loader import views
 from heapdb.loader.store import Snapshot
 from heapdb.queries import catalog, params
 from heapdb.queries.questions import Questions
+from heapdb.renderers import text
 
 
 def _object_options(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -83,7 +84,7 @@ def why(
         questions = Questions(database, timeout)
         snapshot = questions.snapshot(tag)
         answer = questions.why_alive(snapshot, _resolve(questions, snapshot, object_id, type_name, name_contains), p)
-    emit(render_answer(answer, fmt, render.why_text), output)
+    emit(render_answer(answer, fmt, text.why_text), output)
 
 
 @main.command()
@@ -105,7 +106,7 @@ def dominators(
         questions = Questions(database, timeout)
         snapshot = questions.snapshot(tag)
         answer = questions.dominators(snapshot, _resolve(questions, snapshot, object_id, type_name, name_contains))
-    emit(render_answer(answer, fmt, render.dominators_text), output)
+    emit(render_answer(answer, fmt, text.dominators_text), output)
 
 
 @main.command()
@@ -129,7 +130,7 @@ def retains(
         questions = Questions(database, timeout)
         snapshot = questions.snapshot(tag)
         answer = questions.retains(snapshot, _resolve(questions, snapshot, object_id, type_name, name_contains), p)
-    emit(render_answer(answer, fmt, render.retains_text), output)
+    emit(render_answer(answer, fmt, text.retains_text), output)
 
 
 @main.command()
@@ -141,7 +142,7 @@ def top(tag: str, p: params.Top, fmt: str, output: str | None, timeout: float) -
     """The objects that retain most (the root and its synthetic root kinds left out)."""
     with db.connect() as database:
         rows = Questions(database, timeout).top(tag, p)
-    emit(render_answer(rows, fmt, render.objects_table), output)
+    emit(render_answer(rows, fmt, text.objects_table), output)
 
 
 @main.command()
@@ -153,7 +154,7 @@ def types(tag: str, p: params.Types, fmt: str, output: str | None, timeout: floa
     """Objects per type: count, shallow size, retained size."""
     with db.connect() as database:
         rows = Questions(database, timeout).types(tag, p)
-    emit(render_answer(rows, fmt, render.types_table), output)
+    emit(render_answer(rows, fmt, text.types_table), output)
 
 
 @main.command(name="object")
@@ -177,7 +178,7 @@ def object_(
         questions = Questions(database, timeout)
         snapshot = questions.snapshot(tag)
         answer = questions.object(snapshot, _resolve(questions, snapshot, object_id, type_name, name_contains), p)
-    emit(render_answer(answer, fmt, render.object_text), output)
+    emit(render_answer(answer, fmt, text.object_text), output)
 
 
 @main.command()
@@ -190,7 +191,7 @@ def suspects(tag: str, p: params.Suspects, fmt: str, output: str | None, timeout
     share of the heap, and for each object where inside it the memory accumulates."""
     with db.connect() as database:
         answer = Questions(database, timeout).suspects(tag, p)
-    emit(render_answer(answer, fmt, render.suspects_text), output)
+    emit(render_answer(answer, fmt, text.suspects_text), output)
 
 
 @main.command()
@@ -255,7 +256,7 @@ def _table(rows: list[dict[str, Any]]) -> str:
     cells = [
         [c if isinstance(c, str) else json.dumps(c, default=str) for c in (row[col] for col in columns)] for row in rows
     ]
-    cells = [[render.short_name(c, 80) for c in line] for line in cells]
+    cells = [[text.short_name(c, 80) for c in line] for line in cells]
     widths = [max(len(col), *(len(line[i]) for line in cells)) for i, col in enumerate(columns)]
     lines = ["  ".join(col.ljust(w) for col, w in zip(columns, widths, strict=True))]
     lines += ["  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)) for line in cells]
