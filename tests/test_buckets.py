@@ -229,30 +229,38 @@ def objects_in(answer: Any) -> list[ObjectInfo]:
     return []
 
 
-def test_every_object_answer_carries_the_objects_bucket(database: Database, loads: Loads) -> None:
+def test_every_object_answer_carries_the_objects_bucket_and_root(database: Database, loads: Loads) -> None:
     ask = Questions(database)
     for tag in (loads.final, loads.plain):
         top = ask.top(tag, params.Top(limit=50))
         items = ask.find(tag, params.Find(type="LeakedItem", limit=5))
+        path = ask.why_alive(tag, items[0].id, params.Why(k=3))
+        held_by_root = ask.object(tag, path.paths[0].objects[1].id)
         answers = [
             top,
             items,
-            ask.why_alive(tag, items[0].id, params.Why(k=3)),
+            path,
             ask.dominators(tag, items[0].id),
             ask.retains(tag, top[0].id),
             ask.object(tag, items[0].id),
+            held_by_root,
             ask.suspects(tag),
         ]
-        objects = {o.id: o.bucket for answer in answers for o in objects_in(answer)}
+        objects = [o for answer in answers for o in objects_in(answer)]
         rows = database.read(
             "MATCH (s:Snapshot {tag: $tag, status: 'ready'}) MATCH (o:Object {sid: s.sid}) WHERE o.id IN $ids "
             "RETURN o.id AS id, o.bucket AS bucket",
-            {"tag": tag, "ids": list(objects)},
+            {"tag": tag, "ids": [o.id for o in objects]},
         )
-        assert objects == {r["id"]: r["bucket"] for r in rows}
+        assert {o.id: o.bucket for o in objects} == {r["id"]: r["bucket"] for r in rows}
+        # The root is marked wherever it appears: at the start of a path, and as an object's holder.
+        root_id = get_snapshot(database, tag).root_id
+        assert all(o.root == (o.id == root_id) for o in objects)
+        assert held_by_root.incoming[0].object.root and held_by_root.incoming[0].object.id == root_id
     # Under the bucket rules the answers name the buckets (leak.js's objects are the app's); without
     # rules no object has one.
-    why = ask.why_alive(loads.final, items[0].id)
+    item = ask.find(loads.final, params.Find(type="LeakedItem", limit=1))[0]
+    why = ask.why_alive(loads.final, item.id)
     assert why.target.bucket == "app" and why.paths[0].objects[-1].bucket == "app"
     assert {o.bucket for o in ask.top(loads.final, params.Top(limit=50))} >= {"app", "engine"}
     assert {o.bucket for o in ask.top(loads.plain, params.Top(limit=50))} == {None}
