@@ -21,7 +21,6 @@ connection that stays open.
 
 from __future__ import annotations
 
-import os
 import secrets
 import sys
 import threading
@@ -39,7 +38,7 @@ from starlette.convertors import Convertor, register_url_convertor
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from heapdb import __version__, config, db, drawing, render
+from heapdb import __version__, config, db, drawing, render, settings
 from heapdb.errors import HeapdbError, NotFound, ParameterError
 from heapdb.queries import catalog, params, results
 from heapdb.queries.cache import AnswerCache
@@ -249,8 +248,8 @@ def create_app(
     handle = DatabaseHandle(connect)
     app.state.database = handle
     query_timeout = params.query_timeout(timeout)
-    api_token = token if token is not None else os.environ.get("HEAPDB_API_TOKEN") or None
-    write_token = os.environ.get("HEAPDB_API_WRITE_TOKEN") or None
+    api_token = token if token is not None else settings.API_TOKEN.get()
+    write_token = settings.API_WRITE_TOKEN.get()
     cache = AnswerCache()
     _schedule_pruning(app, handle)
 

@@ -25,12 +25,12 @@ import anyio.to_thread
 from fastapi import APIRouter, FastAPI, Query, Request
 from fastapi.responses import JSONResponse, Response
 
-from heapdb import config
+from heapdb import config, settings
 from heapdb.db import Database
 from heapdb.errors import IntakeFull, LoadError, UploadError, UploadTooLarge
 from heapdb.loader.store.lifecycle import check_tag
 from heapdb.service import jobs
-from heapdb.service.spool import Spooler, check_room, encoding_of, max_upload_bytes, min_free_bytes
+from heapdb.service.spool import Spooler, check_room, encoding_of
 
 # Metadata with a query parameter of its own; any other key comes as meta=KEY=VALUE (repeatable).
 META_KEYS = ("build", "commit", "branch", "scenario", "platform")
@@ -80,7 +80,7 @@ def write_refusal(authorization: str, read_token: str | None, write_token: str |
 
 def add_intake(app: FastAPI, database: Callable[[], Database]) -> None:
     """The upload and job routes, and the job runner started and stopped with the app."""
-    runner = jobs.JobRunner(database, config.spool_dir(), jobs.max_loads())
+    runner = jobs.JobRunner(database, config.spool_dir(), settings.MAX_LOADS.value())
     app.state.jobs = runner
     app.include_router(router)
     app.router.on_startup.append(runner.start)
@@ -120,7 +120,7 @@ def _free_to_load(runner: jobs.JobRunner, tag: str, replace: bool) -> None:
 
 def _room_in_queue(runner: jobs.JobRunner) -> None:
     """Refuse (503, Retry-After) an upload while ``HEAPDB_MAX_QUEUED`` jobs are queued or running."""
-    waiting, most = len(runner.store.unfinished_here()), jobs.max_queued()
+    waiting, most = len(runner.store.unfinished_here()), settings.MAX_QUEUED.value()
     if waiting >= most:
         raise IntakeFull(
             f"the service has {waiting} load jobs queued or running, its limit (HEAPDB_MAX_QUEUED={most}): "
@@ -168,7 +168,7 @@ async def upload(
         {"build": build, "commit": commit, "branch": branch, "scenario": scenario, "platform": platform}, meta
     )
     encoding = encoding_of(request.headers.get("content-encoding"), request.headers.get("content-type"))
-    limit = max_upload_bytes()
+    limit = settings.MAX_UPLOAD_BYTES.value()
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
         raise UploadTooLarge(
@@ -176,7 +176,7 @@ async def upload(
         )
     await anyio.to_thread.run_sync(_free_to_load, runner, tag, replace)
     await anyio.to_thread.run_sync(_room_in_queue, runner)
-    reserve = min_free_bytes()
+    reserve = settings.MIN_FREE_BYTES.value()
     check_room(runner.spool, int(declared) if declared.isdigit() else 0, reserve)
     if check:
         return JSONResponse({"ok": True, "max_upload_bytes": limit}, status_code=200)

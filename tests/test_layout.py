@@ -21,6 +21,8 @@ STAGES = {
     "heapdb.units": 0,
     "heapdb.progress": 0,
     "heapdb.config": 0,
+    "heapdb.settings": 0,
+    "heapdb.docblock": 0,  # generated parts of the docs  # every environment variable and config-file key, declared once
     "heapdb.lazy": 0,  # package attributes imported on first use
     "heapdb.loader": 1,  # the package's docstring only
     "heapdb.loader.graph": 1,  # the arrays every stage shares

@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from heapdb import settings
 from heapdb.cli import main
 from heapdb.cli.options import key_values
 from heapdb.errors import UploadError
@@ -76,7 +77,7 @@ def _answer(response: Any) -> dict[str, Any]:
 @click.option("--tag", required=True, help="Name of this snapshot in the database, e.g. build123.")
 @click.option(
     "--server",
-    envvar="HEAPDB_SERVER",
+    envvar=settings.SERVER.name,
     required=True,
     metavar="URL",
     help="The heapdb service, e.g. http://heapdb.example:8000 (default: HEAPDB_SERVER).",
@@ -90,7 +91,7 @@ def _answer(response: Any) -> dict[str, Any]:
 @click.option("--replace", is_flag=True, help="Load over an existing snapshot with the same tag.")
 @click.option(
     "--token",
-    envvar="HEAPDB_API_WRITE_TOKEN",
+    envvar=settings.API_WRITE_TOKEN.name,
     help="The service's write token (default: HEAPDB_API_WRITE_TOKEN).",
 )
 @click.option(
