@@ -16,6 +16,7 @@ from heapdb.cli import main
 from heapdb.cli.options import key_values
 from heapdb.errors import UploadError
 from heapdb.progress import bar
+from heapdb.service import links
 
 READ_BYTES = 1 << 20  # bytes of the file read (and compressed) at a time
 ZSTD_LEVEL = 3  # fast: compressing must keep up with the network
@@ -136,13 +137,13 @@ def push(
     try:
         with httpx.Client(base_url=base, headers=headers, timeout=httpx.Timeout(60.0)) as client:
             # Checked first, with no body: a refusal (token, tag, size) comes before sending gigabytes.
-            limits = _answer(client.post("/api/snapshots", params=[*params, ("check", "true")]))
+            limits = _answer(client.post(links.SNAPSHOTS, params=[*params, ("check", "true")]))
             if encoding is None and size > limits["max_upload_bytes"]:
                 raise UploadError(f"{file} is {size:,} bytes; the service takes at most {limits['max_upload_bytes']:,}")
             with bar(f"push {os.path.basename(file)}", total=size, unit="B") as b:
                 content = body(file, "none" if already else compress, b.update)
                 sent = client.post(
-                    "/api/snapshots",
+                    links.SNAPSHOTS,
                     params=params,
                     content=content,
                     headers={"Content-Encoding": encoding or "identity", "Content-Type": "application/octet-stream"},
