@@ -160,14 +160,14 @@ def managed_settings() -> ManagedSettings:
     return ManagedSettings(**{name: value for name, value in given.items() if value is not None})
 
 
-def save_managed_settings(settings: ManagedSettings) -> None:
+def save_managed_settings(managed: ManagedSettings) -> None:
     """Store the managed Neo4j's settings, generating its password on first use."""
-    if not settings.password:
+    if not managed.password:
         # Letters and digits only: Neo4j's admin tool takes the password as a command-line argument,
         # and one starting with "-" (which token_urlsafe gives one time in 32) reads as an option.
-        settings.password = "".join(secrets.choice(string.ascii_letters + string.digits) for _ in range(32))
+        managed.password = "".join(secrets.choice(string.ascii_letters + string.digits) for _ in range(32))
     data = load_file()
-    data["managed"] = asdict(settings)
+    data["managed"] = asdict(managed)
     save_file(data)
 
 
@@ -192,9 +192,9 @@ def connection() -> Connection:
             raise ConfigError(f"{file}: [neo4j] has a uri but no password")
         return Connection(
             uri=uri,
-            user=settings.FILE_USER.get(section, file) or settings.FILE_USER.fallback,
+            user=settings.FILE_USER.value(section, file),
             password=file_password,
-            database=settings.FILE_DATABASE.get(section, file) or settings.FILE_DATABASE.fallback,
+            database=settings.FILE_DATABASE.value(section, file),
         )
     managed = managed_settings()
     return Connection(

@@ -200,6 +200,13 @@ class Key(Setting[T]):
             return self.default
         return self._parsed(str(given), f"{file}: [{self.section}] {self.name}")
 
+    def value(self, values: Mapping[str, Any], file: Path) -> T:
+        """The value, for a key that has a default (or must be there)."""
+        got = self.get(values, file)
+        if got is None:
+            raise ConfigError(f"{file}: [{self.section}] has no {self.name}: expected {self.parse.expected}")
+        return got
+
 
 # Every setting in this module is a constant below, in the order the reference lists them.
 
