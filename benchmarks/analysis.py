@@ -46,6 +46,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from heapdb import settings
 from heapgen.synth import parse_count
 
 REPO = Path(__file__).resolve().parent.parent
@@ -96,7 +97,7 @@ def heapdb_environment() -> dict[str, str]:
     (stderr is not a terminal anyway), and Python's bytecode cache in use. An installed package has
     its modules compiled; ``PYTHONDONTWRITEBYTECODE`` in the benchmark's own environment would
     instead have every run compile heapdb's modules from source (about 60 ms)."""
-    env = {**os.environ, "HEAPDB_PROGRESS": "0"}
+    env = {**os.environ, settings.PROGRESS.name: "0"}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
 

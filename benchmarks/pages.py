@@ -33,6 +33,7 @@ from urllib.parse import urlencode
 import httpx
 
 from benchmarks.ingest import private_neo4j
+from heapdb import settings
 from heapdb.neo4j_server import free_port
 from heapdb.service import compare_pages, pages, query_pages
 from heapgen.node import ensure_node_tools, write_leak_snapshots
@@ -200,7 +201,7 @@ def wait_for_service(url: str, timeout: float = 120) -> None:
 def measure_service(url: str, tags: list[str], args: argparse.Namespace) -> str:
     if not tags:
         raise SystemExit("give the loaded snapshots' tags with --tag (oldest first)")
-    token = os.environ.get("HEAPDB_API_TOKEN")
+    token = settings.API_TOKEN.get()
     cookies = {pages.TOKEN_COOKIE: token} if token else None
     load_before = os.getloadavg()
     rows: list[tuple[str, int, dict[str, float] | str]] = []

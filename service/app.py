@@ -21,7 +21,6 @@ connection that stays open.
 
 from __future__ import annotations
 
-import os
 import secrets
 import sys
 import threading
@@ -39,7 +38,7 @@ from starlette.convertors import Convertor, register_url_convertor
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from heapdb import __version__, config, db
+from heapdb import __version__, config, db, settings
 from heapdb.errors import HeapdbError, NotFound, ParameterError
 from heapdb.queries import catalog, params, results
 from heapdb.queries.cache import AnswerCache
@@ -186,7 +185,7 @@ class Guard:
             refused = intake.write_refusal(request.headers.get("authorization", ""), self.token, self.write_token)
             if refused is not None:
                 return refused
-        elif self.token and path != "/api/health" and not pages.open_to_all(path):
+        elif self.token and path != links.HEALTH and not pages.open_to_all(path):
             scheme, _, given = request.headers.get("authorization", "").partition(" ")
             if scheme.lower() == "bearer":
                 allowed = secrets.compare_digest(given.strip().encode(), self.token.encode()) or intake.token_is(
@@ -250,8 +249,8 @@ def create_app(
     handle = DatabaseHandle(connect)
     app.state.database = handle
     query_timeout = params.query_timeout(timeout)
-    api_token = token if token is not None else os.environ.get("HEAPDB_API_TOKEN") or None
-    write_token = os.environ.get("HEAPDB_API_WRITE_TOKEN") or None
+    api_token = token if token is not None else settings.API_TOKEN.get()
+    write_token = settings.API_WRITE_TOKEN.get()
     cache = AnswerCache()
     _schedule_pruning(app, handle)
 
@@ -289,7 +288,7 @@ def create_app(
             {"error": str(error.detail)}, status_code=error.status_code, headers=getattr(error, "headers", None)
         )
 
-    @app.get("/api/health", summary="Whether the service can reach Neo4j")
+    @app.get(links.HEALTH, summary="Whether the service can reach Neo4j")
     def health() -> dict[str, object]:
         rows = handle.get().read("CALL dbms.components() YIELD name, versions, edition RETURN *", timeout=10)
         return {
@@ -299,7 +298,7 @@ def create_app(
         }
 
     @app.get(
-        "/api/snapshots",
+        links.SNAPSHOTS,
         summary="The snapshots that can be queried (status ready); with all=true also loads in progress, "
         "failed loads (with their failure) and dropped ones",
     )
@@ -322,7 +321,7 @@ def create_app(
     def object_details(tag: str, object_id: ObjectId, p: Annotated[params.ObjectDetails, Query()]) -> Any:
         return links.to_json(questions().object(tag, object_id, p))
 
-    @app.get(links.SNAPSHOT + "/find", summary="Objects of a type whose name contains a text, largest retained first")
+    @app.get(links.FIND, summary="Objects of a type whose name contains a text, largest retained first")
     def find(tag: str, p: Annotated[params.Find, Query()]) -> Any:
         return links.to_json(questions().find(tag, p))
 
@@ -331,7 +330,7 @@ def create_app(
         return _graph_response(questions().why_alive(tag, object_id, p), format)
 
     @app.get(
-        links.OBJECT + "/dominators",
+        links.DOMINATORS,
         summary="The chain of immediate dominators from the root to this object",
         responses=GRAPH_RESPONSES,
     )
@@ -339,7 +338,7 @@ def create_app(
         return _graph_response(questions().dominators(tag, object_id), format)
 
     @app.get(
-        links.OBJECT + "/retains",
+        links.RETAINS,
         summary="What this object keeps alive: its dominated subtree, largest first",
         responses=GRAPH_RESPONSES,
     )
@@ -348,23 +347,23 @@ def create_app(
     ) -> Response:
         return _graph_response(questions().retains(tag, object_id, p), format)
 
-    @app.get(links.SNAPSHOT + "/top", summary="The objects that retain most")
+    @app.get(links.TOP, summary="The objects that retain most")
     def top(tag: str, p: Annotated[params.Top, Query()]) -> Any:
         return links.to_json(questions().top(tag, p))
 
-    @app.get(links.SNAPSHOT + "/types", summary="Count, shallow size and retained size per type")
+    @app.get(links.TYPES, summary="Count, shallow size and retained size per type")
     def types(tag: str, p: Annotated[params.Types, Query()]) -> Any:
         return links.to_json(questions().types(tag, p))
 
     @app.get(
-        links.SNAPSHOT + "/lifelines",
+        links.LIFELINES,
         summary="How the objects of a type are held: their first retainer paths merged, with counts per step",
     )
     def lifelines(tag: str, p: Annotated[params.Lifelines, Query()]) -> Any:
         return links.to_json(questions().lifelines(tag, p))
 
     @app.get(
-        links.SNAPSHOT + "/heapdomstats",
+        links.HEAPDOMSTATS,
         summary="Per type, the objects whose immediate dominator is the root or a root group",
     )
     def heapdomstats(tag: str, p: Annotated[params.HeapDomStats, Query()]) -> Any:
@@ -390,7 +389,7 @@ def create_app(
             return Response(flame, media_type=GRAPH_MEDIA["svg"])
         return JSONResponse(links.to_json(answer))
 
-    @app.get("/api/leaks", summary="memlab's three-snapshot leak candidates, clustered by retainer path")
+    @app.get(links.LEAKS, summary="memlab's three-snapshot leak candidates, clustered by retainer path")
     def leaks(
         baseline: Annotated[str, Query(min_length=1)],
         target: Annotated[str, Query(min_length=1)],
@@ -401,7 +400,7 @@ def create_app(
         return links.to_json(questions().leaks(baseline, target, final, p))
 
     @app.get(
-        "/api/growth", summary="Types or retainer paths whose size grew at every step across three or more snapshots"
+        links.GROWTH, summary="Types or retainer paths whose size grew at every step across three or more snapshots"
     )
     def growth(
         tag: Annotated[
@@ -412,7 +411,7 @@ def create_app(
         return links.to_json(questions().growth(tag, p))
 
     @app.get(
-        "/api/gate",
+        links.GATE,
         summary="The CI gate: whether the candidate build leaks where the baseline did not (`passed`); "
         "never records history (`heapdb gate --record` does)",
     )
@@ -423,7 +422,7 @@ def create_app(
     ) -> Any:
         return links.to_json(questions().gate(baseline, candidate, p))
 
-    @app.get("/api/signatures", summary="The remembered leak signatures with their status, first and last build")
+    @app.get(links.SIGNATURES, summary="The remembered leak signatures with their status, first and last build")
     def leak_signatures(
         since: Annotated[
             str | None, Query(min_length=1, description="only those first seen in this build (name or tag) or later")
@@ -431,23 +430,23 @@ def create_app(
     ) -> Any:
         return links.to_json(questions().signatures(since))
 
-    @app.get("/api/signatures/{sig}", summary="One leak signature's history: retained bytes per recorded build")
+    @app.get(links.SIGNATURE, summary="One leak signature's history: retained bytes per recorded build")
     def leak_signature(sig: Annotated[int, FastAPIPath(ge=0, le=2**63 - 1, description="the signature")]) -> Any:
         return links.to_json(questions().history(sig))
 
     @app.get(
-        links.SNAPSHOT + "/suspects",
+        links.SUSPECTS,
         summary="Eclipse MAT-style leak suspects: big objects with their accumulation points, big types",
     )
     def suspects(tag: str, p: Annotated[params.Suspects, Query()]) -> Any:
         return links.to_json(questions().suspects(tag, p))
 
-    @app.get("/api/queries", summary="The stored queries and their parameters")
+    @app.get(links.QUERIES, summary="The stored queries and their parameters")
     def stored_queries() -> list[dict[str, Any]]:
         return [q.as_dict() for q in catalog.catalog().values()]
 
     @app.get(
-        "/api/queries/{name}",
+        links.QUERY,
         summary="Run a stored query; its parameters come as query string keys (repeat a key for a list)",
     )
     def run_query(name: str, request: Request) -> dict[str, Any]:
