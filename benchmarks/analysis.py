@@ -21,7 +21,7 @@ two are compared node by node.
 
 Inputs: a real Node snapshot (``--snapshot FILE``, or ``tests/js/leak.js`` grown to
 ``--v8-units`` leak units: ~220 MB at 139,000), and synthetic heaps written as snap.bin
-(``benchmarks/synth.py``), which only heapdb reads.
+(``heapgen/synth.py``), which only heapdb reads.
 
 Usage (from the repository root)::
 

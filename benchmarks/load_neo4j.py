@@ -1,6 +1,6 @@
 """Neo4j ingestion: heapdb's loader against the other ways in, side by side in one run.
 
-For one heap (a synthetic one, default 1M objects / 4M references, ``benchmarks/synth.py``, or a
+For one heap (a synthetic one, default 1M objects / 4M references, ``heapgen/synth.py``, or a
 snapshot file with ``--file``) it measures:
 
 - ``plugin``: heapdb's loader (``heapdb.loader.store.load``) through heapdb's Neo4j plugin: packed
