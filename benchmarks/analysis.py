@@ -21,7 +21,7 @@ two are compared node by node.
 
 Inputs: a real Node snapshot (``--snapshot FILE``, or ``tests/js/leak.js`` grown to
 ``--v8-units`` leak units: ~220 MB at 139,000), and synthetic heaps written as snap.bin
-(``benchmarks/synth.py``), which only heapdb reads.
+(``heapgen/synth.py``), which only heapdb reads.
 
 Usage (from the repository root)::
 
@@ -46,7 +46,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.synth import parse_count
+from heapdb import settings
+from heapgen.synth import parse_count
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -96,7 +97,7 @@ def heapdb_environment() -> dict[str, str]:
     (stderr is not a terminal anyway), and Python's bytecode cache in use. An installed package has
     its modules compiled; ``PYTHONDONTWRITEBYTECODE`` in the benchmark's own environment would
     instead have every run compile heapdb's modules from source (about 60 ms)."""
-    env = {**os.environ, "HEAPDB_PROGRESS": "0"}
+    env = {**os.environ, settings.PROGRESS.name: "0"}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
 
@@ -110,7 +111,7 @@ def heapdb_analyze(path: Path) -> dict[str, Any]:
 
 def memlab_analyze(path: Path, results_out: Path | None = None) -> dict[str, Any]:
     """memlab's ``getFullHeapFromFile`` on ``path`` in a fresh Node process."""
-    from tests.support.v8 import JS_DIR, ensure_node_tools, node_environment
+    from heapgen.node import JS_DIR, ensure_node_tools, node_environment
 
     ensure_node_tools()
     args = ["node", NODE_HEAP_FLAG, "-e", MEMLAB_SCRIPT, str(path)]
@@ -174,13 +175,13 @@ def synthetic_file(workdir: Path, objects: int, references: int) -> Path:
     if not path.exists():
         args = ["--objects", str(objects), "--references", str(references), "--seed", "0"]
         subprocess.run(
-            [sys.executable, "-m", "benchmarks.synth", str(path), *args], cwd=REPO, check=True, stdout=sys.stderr
+            [sys.executable, "-m", "heapgen.synth", str(path), *args], cwd=REPO, check=True, stdout=sys.stderr
         )
     return path
 
 
 def v8_file(workdir: Path, units: int) -> Path:
-    from tests.support.v8 import write_leak_snapshot
+    from heapgen.node import write_leak_snapshot
 
     path = workdir / f"leak-{units}" / "baseline.heapsnapshot"
     if not path.exists():

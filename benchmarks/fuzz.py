@@ -1,6 +1,6 @@
 """The long fuzz run of heapdb's readers: many structure-aware mutations of real seeds per format.
 
-The mutations and the oracle are those of the test suite's bounded run (:mod:`tests.fuzz.engine`):
+The mutations and the oracle are those of the test suite's bounded run (:mod:`heapgen.fuzz`):
 every case is read by every reader of its format and must give a valid graph or a
 :class:`~heapdb.errors.FormatError` naming the file and an offset or record; a definitely-corrupt
 case must be rejected; traced memory (``tracemalloc``) must stay within the stated multiple of the
@@ -32,7 +32,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tests.fuzz.engine import (  # noqa: E402
+from heapgen.fuzz import (  # noqa: E402
     FORMATS,
     HANG_SECONDS,
     MEMORY_FLOOR,

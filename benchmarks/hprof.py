@@ -25,7 +25,7 @@ Both answers are then compared on cheap figures: VisualVM's instance count and s
 against heapdb's instances and arrays (VisualVM lists no class objects), and VisualVM's biggest
 objects by retained size against heapdb's retained sizes of the same objects, under heapdb's own
 graph and under VisualVM's view of it (no class-structure edges: ``visualvm_view`` from
-``tests/test_hprof_oracle.py``, which explains the known differences).
+``heapgen/oracles.py``; ``tests/test_hprof_oracle.py`` explains the known differences).
 
 Usage (from the repository root)::
 
@@ -217,7 +217,7 @@ def child(path: str, ids: list[int]) -> None:
         for v in top
     ]
     del result
-    from tests.test_hprof_oracle import visualvm_view
+    from heapgen.oracles import visualvm_view
 
     view = analyze(visualvm_view(graph))
     figures["retained_visualvm_view"] = [int(view.retained_size[v]) if v >= 0 else None for v in nodes]

@@ -51,7 +51,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from heapdb import config, db, neo4j_server
+from heapdb import config, db, neo4j_server, settings
 
 HEAPDB = [sys.executable, "-m", "heapdb"]
 POLL_SECONDS = 0.5
@@ -473,10 +473,10 @@ def private_neo4j(home: Path, heap: str, pagecache: str) -> Iterator[config.Mana
     heapdb commands run by this benchmark inherit the environment and use it."""
     os.environ["XDG_DATA_HOME"] = str(home / "data")
     os.environ["XDG_CONFIG_HOME"] = str(home / "config")
-    for variable in ("NEO4J_URI", "NEO4J_USER", "NEO4J_PASSWORD", "NEO4J_DATABASE"):
-        os.environ.pop(variable, None)
-    with neo4j_server.running_on_free_ports(heap, pagecache, timeout=600) as settings:
-        yield settings
+    for variable in (settings.NEO4J_URI, settings.NEO4J_USER, settings.NEO4J_PASSWORD, settings.NEO4J_DATABASE):
+        os.environ.pop(variable.name, None)
+    with neo4j_server.running_on_free_ports(heap, pagecache, timeout=600) as managed:
+        yield managed
 
 
 # --- report --------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """Neo4j ingestion: heapdb's loader against the other ways in, side by side in one run.
 
-For one heap (a synthetic one, default 1M objects / 4M references, ``benchmarks/synth.py``, or a
+For one heap (a synthetic one, default 1M objects / 4M references, ``heapgen/synth.py``, or a
 snapshot file with ``--file``) it measures:
 
 - ``plugin``: heapdb's loader (``heapdb.loader.store.load``) through heapdb's Neo4j plugin: packed
@@ -34,11 +34,11 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.ingest import private_neo4j
-from benchmarks.synth import parse_count, synth_graph
 from heapdb import db, neo4j_server
 from heapdb.loader import analysis, formats, store
 from heapdb.loader.graph import EDGE_KIND_NAMES, HeapGraph
 from heapdb.loader.store import admin_import
+from heapgen.synth import parse_count, synth_graph
 
 
 def write_csvs(graph: HeapGraph, result: analysis.Analysis, directory: Path, admin_headers: bool) -> tuple[Path, Path]:

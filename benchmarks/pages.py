@@ -33,9 +33,10 @@ from urllib.parse import urlencode
 import httpx
 
 from benchmarks.ingest import private_neo4j
+from heapdb import settings
 from heapdb.neo4j_server import free_port
 from heapdb.service import compare_pages, pages, query_pages
-from tests.support.v8 import ensure_node_tools, write_leak_snapshots
+from heapgen.node import ensure_node_tools, write_leak_snapshots
 
 GOAL_MS = 300  # issue 13's goal for every page's server time, warm
 
@@ -109,7 +110,7 @@ def measure(client: httpx.Client, urls: list[str], requests: int) -> dict[str, f
 
 def treemap_in_chromium(base: str, tag: str) -> dict[str, float]:
     """Navigation timings (ms from the start of the navigation) of the treemap page in Chromium."""
-    from tests.support.chromium import ChromiumPage
+    from heapgen.chromium import ChromiumPage
 
     with ChromiumPage("about:blank", timeout=120) as browser:
         browser.goto(base + pages.treemap_page(tag))
@@ -200,7 +201,7 @@ def wait_for_service(url: str, timeout: float = 120) -> None:
 def measure_service(url: str, tags: list[str], args: argparse.Namespace) -> str:
     if not tags:
         raise SystemExit("give the loaded snapshots' tags with --tag (oldest first)")
-    token = os.environ.get("HEAPDB_API_TOKEN")
+    token = settings.API_TOKEN.get()
     cookies = {pages.TOKEN_COOKIE: token} if token else None
     load_before = os.getloadavg()
     rows: list[tuple[str, int, dict[str, float] | str]] = []

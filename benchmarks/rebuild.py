@@ -23,7 +23,7 @@ from typing import Any
 from benchmarks.ingest import private_neo4j
 from heapdb.cli.steps import analyse_for_store, read_with_progress
 from heapdb.loader.store import admin_import, rebuild
-from tests.support.v8 import ensure_node_tools, write_leak_snapshots
+from heapgen.node import ensure_node_tools, write_leak_snapshots
 
 
 def main() -> None:

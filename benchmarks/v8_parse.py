@@ -33,7 +33,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tests.support.v8 import JS_DIR, ensure_node_tools, node_environment, write_leak_snapshot  # noqa: E402
+from heapgen.node import JS_DIR, ensure_node_tools, node_environment, write_leak_snapshot  # noqa: E402
 
 NODE_HEAP_FLAG = "--max-old-space-size=16384"
 

@@ -9,7 +9,8 @@ Connection settings are looked up in this order:
 3. otherwise the Neo4j that heapdb manages itself (``heapdb neo4j ...``), whose ports and generated
    password live in the ``[managed]`` section of the same file.
 
-The config file holds a password, so heapdb writes it with mode 0600.
+The config file holds a password, so heapdb writes it with mode 0600. Every variable and key is
+declared in :mod:`heapdb.settings`, which parses it.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from heapdb import settings
 from heapdb.errors import ConfigError
 
 APP = "heapdb"
@@ -53,8 +55,7 @@ def cache_dir() -> Path:
 def spool_dir() -> Path:
     """``HEAPDB_SPOOL_DIR``, else ``$XDG_DATA_HOME/heapdb/spool``: snapshots uploaded to the service,
     kept until their load ends. On a disk with room for the largest upload times HEAPDB_MAX_LOADS."""
-    value = os.environ.get("HEAPDB_SPOOL_DIR")
-    return Path(value) if value else data_dir() / "spool"
+    return settings.SPOOL_DIR.get() or data_dir() / "spool"
 
 
 def config_file() -> Path:
@@ -65,27 +66,27 @@ def _total_memory() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
-def _gigabytes(fraction: float, low: int, high: int) -> str:
-    """A share of the machine's memory in whole gigabytes, clamped to ``[low, high]``."""
-    size = int(_total_memory() * fraction / 2**30)
-    return f"{max(low, min(high, size))}g"
+def _gigabytes(share: settings.MemoryShare) -> str:
+    """A share of the machine's memory in whole gigabytes, clamped to its bounds."""
+    size = int(_total_memory() / share.divisor / 2**30)
+    return f"{max(share.low, min(share.high, size))}g"
 
 
 @dataclass
 class ManagedSettings:
-    """How heapdb runs its own Neo4j. Defaults suit a machine that also runs the loader."""
+    """How heapdb runs its own Neo4j (the config file's ``[managed]`` section, declared in
+    :mod:`heapdb.settings`). Defaults suit a machine that also runs the loader; an empty ``heap`` or
+    ``pagecache`` is a share of the machine's memory, an empty password one not generated yet."""
 
-    bolt_port: int = 7687
-    http_port: int = 7474
-    # The loader holds numpy arrays of a whole snapshot next to Neo4j: on a 24 GB machine this gives
-    # Neo4j a 4 GB heap (transaction state of the load batches) and 6 GB of page cache, leaving ~14 GB.
+    bolt_port: int = settings.MANAGED_BOLT_PORT.fallback
+    http_port: int = settings.MANAGED_HTTP_PORT.fallback
     heap: str = ""
     pagecache: str = ""
     password: str = ""
 
     def __post_init__(self) -> None:
-        self.heap = self.heap or _gigabytes(1 / 6, 1, 8)
-        self.pagecache = self.pagecache or _gigabytes(1 / 4, 1, 16)
+        self.heap = self.heap or _gigabytes(settings.HEAP_SHARE)
+        self.pagecache = self.pagecache or _gigabytes(settings.PAGECACHE_SHARE)
 
 
 @dataclass(frozen=True)
@@ -106,11 +107,11 @@ class Connection:
         """The variables that make a child ``heapdb`` process (:func:`connection`) reach this Neo4j,
         without a progress bar (nobody watches its terminal)."""
         return {
-            "NEO4J_URI": self.uri,
-            "NEO4J_USER": self.user,
-            "NEO4J_PASSWORD": self.password,
-            "NEO4J_DATABASE": self.database,
-            "HEAPDB_PROGRESS": "0",
+            settings.NEO4J_URI.name: self.uri,
+            settings.NEO4J_USER.name: self.user,
+            settings.NEO4J_PASSWORD.name: self.password,
+            settings.NEO4J_DATABASE.name: self.database,
+            settings.PROGRESS.name: "0",
         }
 
 
@@ -155,43 +156,45 @@ def save_file(data: dict[str, dict[str, Any]]) -> None:
 def managed_settings() -> ManagedSettings:
     """The managed Neo4j's settings from the config file, with defaults for what is not set."""
     section = load_file().get("managed", {})
-    known = {k: section[k] for k in ("bolt_port", "http_port", "heap", "pagecache", "password") if k in section}
-    return ManagedSettings(**known)
+    given = {key.name: key.get(section, config_file()) for key in settings.section("managed")}
+    return ManagedSettings(**{name: value for name, value in given.items() if value is not None})
 
 
-def save_managed_settings(settings: ManagedSettings) -> None:
+def save_managed_settings(managed: ManagedSettings) -> None:
     """Store the managed Neo4j's settings, generating its password on first use."""
-    if not settings.password:
+    if not managed.password:
         # Letters and digits only: Neo4j's admin tool takes the password as a command-line argument,
         # and one starting with "-" (which token_urlsafe gives one time in 32) reads as an option.
-        settings.password = "".join(secrets.choice(string.ascii_letters + string.digits) for _ in range(32))
+        managed.password = "".join(secrets.choice(string.ascii_letters + string.digits) for _ in range(32))
     data = load_file()
-    data["managed"] = asdict(settings)
+    data["managed"] = asdict(managed)
     save_file(data)
 
 
 def connection() -> Connection:
     """Resolve where heapdb's Neo4j is: environment, then config file, then the managed instance."""
-    env_uri = os.environ.get("NEO4J_URI")
+    env_uri = settings.NEO4J_URI.get()
     if env_uri:
-        password = os.environ.get("NEO4J_PASSWORD")
+        password = settings.NEO4J_PASSWORD.get()
         if password is None:
-            raise ConfigError("NEO4J_URI is set but NEO4J_PASSWORD is not")
+            raise ConfigError(f"{settings.NEO4J_URI.name} is set but {settings.NEO4J_PASSWORD.name} is not")
         return Connection(
             uri=env_uri,
-            user=os.environ.get("NEO4J_USER", "neo4j"),
+            user=settings.NEO4J_USER.value(),
             password=password,
-            database=os.environ.get("NEO4J_DATABASE", "neo4j"),
+            database=settings.NEO4J_DATABASE.value(),
         )
-    section = load_file().get("neo4j", {})
-    if section.get("uri"):
-        if "password" not in section:
-            raise ConfigError(f"{config_file()}: [neo4j] has a uri but no password")
+    section, file = load_file().get("neo4j", {}), config_file()
+    uri = settings.FILE_URI.get(section, file)
+    if uri:
+        file_password = settings.FILE_PASSWORD.get(section, file)
+        if file_password is None:
+            raise ConfigError(f"{file}: [neo4j] has a uri but no password")
         return Connection(
-            uri=section["uri"],
-            user=section.get("user", "neo4j"),
-            password=section["password"],
-            database=section.get("database", "neo4j"),
+            uri=uri,
+            user=settings.FILE_USER.value(section, file),
+            password=file_password,
+            database=settings.FILE_DATABASE.value(section, file),
         )
     managed = managed_settings()
     return Connection(
@@ -202,14 +205,12 @@ def connection() -> Connection:
     )
 
 
-# Seconds each query may run, when no --timeout is given (heapdb.queries.params.query_timeout).
-TIMEOUT_VARIABLE = "HEAPDB_QUERY_TIMEOUT"
-
-# Retention on a schedule (`heapdb serve`): see docs/operations.md.
-PRUNE_KEEP_LAST = "HEAPDB_PRUNE_KEEP_LAST"  # keep this many newest snapshots full; setting it turns pruning on
-PRUNE_KEEP_TAGS = "HEAPDB_PRUNE_KEEP_TAGS"  # comma-separated globs of tags kept full (e.g. release-*,v*)
-PRUNE_EVERY = "HEAPDB_PRUNE_EVERY"  # seconds between prunes
-DEFAULT_PRUNE_EVERY = 3600.0
+# The names other modules (and tests) know these variables by; declared in heapdb.settings.
+TIMEOUT_VARIABLE = settings.QUERY_TIMEOUT.name
+PRUNE_KEEP_LAST = settings.PRUNE_KEEP_LAST.name
+PRUNE_KEEP_TAGS = settings.PRUNE_KEEP_TAGS.name
+PRUNE_EVERY = settings.PRUNE_EVERY.name
+DEFAULT_PRUNE_EVERY = settings.PRUNE_EVERY.fallback
 
 
 @dataclass(frozen=True)
@@ -222,25 +223,12 @@ class PruneSchedule:
 
 
 def prune_schedule() -> PruneSchedule | None:
-    """The scheduled prune the environment asks for, or None when ``HEAPDB_PRUNE_KEEP_LAST`` is unset."""
-    keep_last = os.environ.get(PRUNE_KEEP_LAST, "").strip()
-    if not keep_last:
+    """The scheduled prune the environment asks for (docs/operations.md), or None when
+    ``HEAPDB_PRUNE_KEEP_LAST`` is unset."""
+    keep_last = settings.PRUNE_KEEP_LAST.get()
+    if keep_last is None:
         return None
-    every = os.environ.get(PRUNE_EVERY, "").strip() or str(DEFAULT_PRUNE_EVERY)
     try:
-        schedule = PruneSchedule(
-            keep_last=int(keep_last),
-            keep_tags=tuple(g.strip() for g in os.environ.get(PRUNE_KEEP_TAGS, "").split(",") if g.strip()),
-            every=float(every),
-        )
-    except ValueError as e:
-        raise ConfigError(
-            f"{PRUNE_KEEP_LAST} must be a whole number and {PRUNE_EVERY} a number of seconds "
-            f"(got {keep_last!r} and {every!r})"
-        ) from e
-    if schedule.keep_last < 1 or not schedule.every > 0:
-        raise ConfigError(
-            f"{PRUNE_KEEP_LAST} must be at least 1 and {PRUNE_EVERY} more than 0 seconds "
-            f"(got {schedule.keep_last} and {schedule.every:g})"
-        )
-    return schedule
+        return PruneSchedule(keep_last, settings.PRUNE_KEEP_TAGS.value(), settings.PRUNE_EVERY.value())
+    except ConfigError as e:  # say what asked for a schedule, too
+        raise ConfigError(f"{e} (scheduled pruning: {PRUNE_KEEP_LAST}={keep_last})") from None

@@ -8,25 +8,27 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Protocol
 
-# A reader's progress callback: called with the number of bytes consumed since its last call.
-ByteProgress = Callable[[int], None]
+from heapdb import settings
+
+# A reader's progress callback: called with the number of bytes consumed since its last call. What it
+# returns is ignored (a bar's ``update`` returns whether it redrew).
+ByteProgress = Callable[[int], object]
 
 # When set, every bar also keeps this file up to date with one JSON object, {"phase": its
 # description, "done": n, "total": total or null}: how the service follows a load it runs as a child
 # process (heapdb.service.jobs), whatever the terminal. Rewritten whole (atomically) at most every
 # MIRROR_SECONDS, so a reader never sees half a line.
-PROGRESS_FILE_VARIABLE = "HEAPDB_PROGRESS_FILE"
+PROGRESS_FILE_VARIABLE = settings.PROGRESS_FILE.name
 MIRROR_SECONDS = 0.5
 
 
 def enabled() -> bool:
     """Bars show on a terminal, never in pipes or CI logs; HEAPDB_PROGRESS=1 or 0 forces it."""
-    forced = os.environ.get("HEAPDB_PROGRESS")
-    if forced is not None:
-        return forced not in ("0", "", "false", "no")
-    return sys.stderr.isatty()
+    forced = settings.PROGRESS.get()
+    return sys.stderr.isatty() if forced is None else forced
 
 
 class Bar(Protocol):
@@ -46,7 +48,7 @@ class Silent:
 @contextmanager
 def bar(description: str, total: int | None = None, unit: str = "it", unit_scale: bool = True) -> Iterator[Bar]:
     """A tqdm bar with heapdb's defaults; call ``.update(n)`` on what it yields."""
-    mirror = os.environ.get(PROGRESS_FILE_VARIABLE)
+    mirror = settings.PROGRESS_FILE.get()
     if not enabled():
         silent = Silent()
         if mirror:
@@ -69,7 +71,7 @@ def bar(description: str, total: int | None = None, unit: str = "it", unit_scale
         yield b
 
 
-def _mirror_to(path: str, b: Bar, description: str, total: int | None) -> None:
+def _mirror_to(path: Path, b: Bar, description: str, total: int | None) -> None:
     """Make ``b.update`` also write the bar's state to ``path`` (a silent bar counts nothing itself)."""
     update = b.update
     done = 0

@@ -2,7 +2,7 @@
 
 The one tree both path attributions build and both renderers draw: Luau's ``heapgraph.py`` rules
 (:mod:`heapdb.loader.luau_heapgraph`) fill one as they walk a dump, :func:`build_tree` makes one from
-``(path, bytes, objects)`` rows (a diff's growth by retainer path), and :mod:`heapdb.flamegraph`
+``(path, bytes, objects)`` rows (a diff's growth by retainer path), and :mod:`heapdb.renderers.flamegraph`
 draws either. Trees can be thousands of labels deep, so nothing here recurses. Whoever makes labels
 from heap text bounds them (:data:`~heapdb.units.NAME_LIMIT`).
 """

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from heapdb.errors import ParameterError
+from heapdb.loader.formats import named
 from heapdb.loader.store import Snapshot
 from heapdb.queries import leaks_by_id, params
 from heapdb.queries.base import Asking, SnapshotRef
@@ -29,7 +30,6 @@ from heapdb.queries.results import (
     Turnover,
 )
 
-ADDRESS_ID_FORMATS = ("luau", "snapbin", "hprof")  # formats whose object ids are (or may be) addresses
 RETYPED_SHARE = 0.01  # above this share of shared ids changing type, ids are not taken as stable
 MIN_SERIES = 3  # snapshots growth compares: with two, "grew at every step" is just a diff
 
@@ -218,7 +218,7 @@ class CompareQuestions(Asking):
     def id_check(self, before: SnapshotRef, after: SnapshotRef) -> tuple[IdCheck, list[str]]:
         """Whether ids name the same objects in both snapshots: the figures, and a warning for each doubt.
 
-        Doubts: a format whose ids are addresses (:data:`ADDRESS_ID_FORMATS`), different formats or
+        Doubts: a format whose ids are addresses (its ``ids_are_addresses``), different formats or
         runtimes, no id in common, or more than :data:`RETYPED_SHARE` of the shared ids with a
         different type (ids reused, or two processes). Counted are the objects the root reaches in
         each snapshot, the root and synthetic root kinds aside.
@@ -245,7 +245,7 @@ class CompareQuestions(Asking):
         )
         warnings = []
         for s in (a, b):
-            if s.format in ADDRESS_ID_FORMATS:
+            if (declared := named(s.format)) is not None and declared.ids_are_addresses:
                 warnings.append(
                     f"snapshot {s.tag!r} is a {s.format} snapshot: its ids are addresses, which a later object may reuse"
                 )

@@ -10,6 +10,7 @@ import json
 import sys
 from pathlib import Path
 
+from heapdb import docblock
 from heapdb.queries.catalog import Parameter, StoredQuery, catalog
 
 BEGIN = "<!-- BEGIN generated from queries/*.cypher by `python -m heapdb.queries.docs docs/queries.md` -->"
@@ -63,13 +64,7 @@ def render() -> str:
 
 def update(path: str | Path) -> bool:
     """Rewrite the generated block of ``path``; return whether anything changed."""
-    path = Path(path)
-    text = path.read_text(encoding="utf-8")
-    start, end = text.index(BEGIN), text.index(END) + len(END)
-    new = text[:start] + render() + text[end:]
-    if new != text:
-        path.write_text(new, encoding="utf-8")
-    return new != text
+    return docblock.update(path, BEGIN, END, render())
 
 
 if __name__ == "__main__":

@@ -16,13 +16,12 @@ here: the CLI takes it as arguments, REST as the URL's path, Python callers as p
 
 from __future__ import annotations
 
-import os
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from heapdb.config import TIMEOUT_VARIABLE
-from heapdb.errors import ConfigError, ParameterError
+from heapdb import settings
+from heapdb.errors import ParameterError
 from heapdb.gatecheck import GateCheck
 from heapdb.queries.ignoring import parse_all
 from heapdb.units import parse_threshold
@@ -32,27 +31,14 @@ MAX_DEPTH = 20  # levels of a dominated subtree
 MAX_LIMIT = 1000  # rows of a list of objects, nodes of a subtree (the stored ranks go this far)
 MAX_GROUP_LIMIT = 10_000  # rows of a list of types or retainer paths
 MAX_SAMPLES = 20  # example objects per row
-DEFAULT_TIMEOUT = 30.0  # seconds per query
-TIMEOUT_RANGE = (0.1, 3600.0)
+DEFAULT_TIMEOUT = settings.QUERY_TIMEOUT.fallback  # seconds per query, the service's and the CLI's
+TIMEOUT_RANGE = settings.TIMEOUT_RANGE
 
 
 def query_timeout(timeout: float | None = None) -> float:
     """Seconds a service's query may run: ``timeout`` when given, else ``HEAPDB_QUERY_TIMEOUT``, else
     :data:`DEFAULT_TIMEOUT`."""
-    if timeout is not None:
-        return timeout
-    text = os.environ.get(TIMEOUT_VARIABLE)
-    if not text:
-        return DEFAULT_TIMEOUT
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not TIMEOUT_RANGE[0] <= value <= TIMEOUT_RANGE[1]:
-        raise ConfigError(
-            f"{TIMEOUT_VARIABLE}={text!r}: expected seconds from {TIMEOUT_RANGE[0]} to {TIMEOUT_RANGE[1]:.0f}"
-        )
-    return value
+    return timeout if timeout is not None else settings.QUERY_TIMEOUT.value()
 
 
 class Params(BaseModel):

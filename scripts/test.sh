@@ -2,6 +2,12 @@
 # Runs heapdb's whole test suite against a real Neo4j that the tests install and start themselves.
 # Extra arguments go to pytest (e.g. `bash scripts/test.sh -k why`).
 #
+# The test files are shared out among pytest-xdist workers (HEAPDB_TEST_WORKERS, default 2: the
+# machine's cores are the limit), a whole file to one worker, so that its module fixtures load
+# their snapshots once. Each worker that needs Neo4j starts a private one of its own, and what
+# takes a real runtime long to make (Node's leak snapshots, memlab's answers) is made once per run
+# for all of them (tests/support/once.py). `-n 0` runs everything in one process.
+#
 # `bash scripts/test.sh --fast [pytest arguments]` runs only the fast tier: no test marked neo4j,
 # node, chromium or slow (the markers are in pyproject.toml, set by tests/support/tiers.py). It
 # needs Python and graphviz only, sets up only those, and takes well under a minute.
@@ -14,4 +20,4 @@ if [ "${1:-}" = "--fast" ]; then
   exec .venv/bin/python -m pytest -m "$fast" "$@"
 fi
 bash scripts/bootstrap.sh
-exec .venv/bin/python -m pytest "$@"
+exec .venv/bin/python -m pytest -n "${HEAPDB_TEST_WORKERS:-2}" --dist loadfile "$@"

@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 TREE = ROOT / ".mypy_cache" / "package-tree"
 # Top-level folders whose own names are their import names (no package-dir mapping).
-PLAIN_PACKAGES = ("tests", "benchmarks")
+PLAIN_PACKAGES = ("tests", "benchmarks", "heapgen")
 SKIP_DIRS = {"__pycache__", "node_modules", "js"}
 
 

@@ -21,7 +21,6 @@ connection that stays open.
 
 from __future__ import annotations
 
-import os
 import secrets
 import sys
 import threading
@@ -38,7 +37,7 @@ from starlette.convertors import Convertor, register_url_convertor
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from heapdb import __version__, config, db
+from heapdb import __version__, config, db, settings
 from heapdb.errors import HeapdbError
 from heapdb.queries import catalog, params
 from heapdb.queries.cache import AnswerCache
@@ -185,7 +184,7 @@ class Guard:
             refused = intake.write_refusal(request.headers.get("authorization", ""), self.token, self.write_token)
             if refused is not None:
                 return refused
-        elif self.token and path != "/api/health" and not pages.open_to_all(path):
+        elif self.token and path != links.HEALTH and not pages.open_to_all(path):
             scheme, _, given = request.headers.get("authorization", "").partition(" ")
             if scheme.lower() == "bearer":
                 allowed = secrets.compare_digest(given.strip().encode(), self.token.encode()) or intake.token_is(
@@ -241,8 +240,8 @@ def create_app(
     handle = DatabaseHandle(connect)
     app.state.database = handle
     query_timeout = params.query_timeout(timeout)
-    api_token = token if token is not None else os.environ.get("HEAPDB_API_TOKEN") or None
-    write_token = os.environ.get("HEAPDB_API_WRITE_TOKEN") or None
+    api_token = token if token is not None else settings.API_TOKEN.get()
+    write_token = settings.API_WRITE_TOKEN.get()
     cache = AnswerCache()
     _schedule_pruning(app, handle)
 
@@ -280,7 +279,7 @@ def create_app(
             {"error": str(error.detail)}, status_code=error.status_code, headers=getattr(error, "headers", None)
         )
 
-    @app.get("/api/health", summary="Whether the service can reach Neo4j")
+    @app.get(links.HEALTH, summary="Whether the service can reach Neo4j")
     def health() -> dict[str, object]:
         rows = handle.get().read("CALL dbms.components() YIELD name, versions, edition RETURN *", timeout=10)
         return {
@@ -290,7 +289,7 @@ def create_app(
         }
 
     @app.get(
-        "/api/snapshots",
+        links.SNAPSHOTS,
         summary="The snapshots that can be queried (status ready); with all=true also loads in progress, "
         "failed loads (with their failure) and dropped ones",
     )
@@ -311,12 +310,12 @@ def create_app(
 
     add_question_routes(app, questions)
 
-    @app.get("/api/queries", summary="The stored queries and their parameters")
+    @app.get(links.QUERIES, summary="The stored queries and their parameters")
     def stored_queries() -> list[dict[str, Any]]:
         return [q.as_dict() for q in catalog.catalog().values()]
 
     @app.get(
-        "/api/queries/{name}",
+        links.QUERY,
         summary="Run a stored query; its parameters come as query string keys (repeat a key for a list)",
     )
     def run_query(name: str, request: Request) -> dict[str, Any]:

@@ -22,17 +22,18 @@ from urllib.parse import urlencode
 from fastapi import FastAPI, Query, Request, Response
 from markupsafe import Markup
 
-from heapdb import render
 from heapdb.errors import ParameterError
 from heapdb.queries import params
 from heapdb.queries.questions import Questions
 from heapdb.queries.results import Change, Diff
-from heapdb.service import charts, links
-from heapdb.service.pages import JSON_SUFFIX, respond, templates, wants_json
+from heapdb.renderers import charts, text
+from heapdb.service import links
+from heapdb.service.pages import respond, templates, wants_json
 
-COMPARE = "/compare"
-LEAKS = COMPARE + "/leaks"
-GROWTH = COMPARE + "/growth"
+# The pages' routes (declared in heapdb.service.links) by the names this module's callers know them by.
+COMPARE = links.COMPARE_PAGE
+LEAKS = links.LEAKS_PAGE
+GROWTH = links.GROWTH_PAGE
 LEAK_TAGS = 3  # baseline, target, final: memlab's three snapshots
 
 # The diff table's columns a person may sort by. The label sorts A to Z, the figures largest first;
@@ -74,7 +75,7 @@ def growth_page(tags: Sequence[str], by: str = "type") -> str:
 def find_type_api(tag: str, type_name: str) -> str:
     """The API's objects of a type in a snapshot, largest retained first: where a grown type's
     objects are (a diff row names no object of its own to link to)."""
-    return _query(links.path(links.SNAPSHOT, tag=tag) + "/find", [("type", type_name)])
+    return _query(links.path(links.FIND, tag=tag), [("type", type_name)])
 
 
 # The snapshots page's compare form and these pages' own links build their URLs with these.
@@ -128,7 +129,7 @@ def _flamegraph(ask: Questions, answer: Diff, limit: int) -> Markup | None:
         answer if answer.by == "path" else ask.diff(answer.before, answer.after, params.Diff(by="path", limit=limit))
     )
     assert isinstance(by_path, Diff)
-    drawing = render.growth_flamegraph(by_path)
+    drawing = text.growth_flamegraph(by_path)
     return None if drawing is None else Markup(drawing[drawing.index("<svg") :])
 
 
@@ -160,7 +161,6 @@ def add_compare_pages(app: FastAPI, questions: Callable[[], Questions]) -> None:
         return respond(request, "compare_growth.html", data, twin)
 
     def routes(twin: bool) -> None:
-        suffix = JSON_SUFFIX if twin else ""
 
         def compare_route(
             request: Request,
@@ -178,9 +178,9 @@ def add_compare_pages(app: FastAPI, questions: Callable[[], Questions]) -> None:
             # Questions.growth says how many snapshots it needs (three or more) and that they differ.
             return growth(request, twin, [t for t in tag or [] if t], p)
 
-        app.add_api_route(COMPARE + suffix, compare_route, include_in_schema=False)
-        app.add_api_route(LEAKS + suffix, leaks_route, include_in_schema=False)
-        app.add_api_route(GROWTH + suffix, growth_route, include_in_schema=False)
+        app.add_api_route(links.page_route(COMPARE, twin), compare_route, include_in_schema=False)
+        app.add_api_route(links.page_route(LEAKS, twin), leaks_route, include_in_schema=False)
+        app.add_api_route(links.page_route(GROWTH, twin), growth_route, include_in_schema=False)
 
     routes(twin=True)  # first, as in heapdb.service.pages: a twin's URL must never reach a page's route
     routes(twin=False)

@@ -25,26 +25,25 @@ import anyio.to_thread
 from fastapi import APIRouter, FastAPI, Query, Request
 from fastapi.responses import JSONResponse, Response
 
-from heapdb import config
+from heapdb import config, settings
 from heapdb.db import Database
 from heapdb.errors import IntakeFull, LoadError, UploadError, UploadTooLarge
 from heapdb.loader.store.lifecycle import check_tag
-from heapdb.service import jobs
-from heapdb.service.spool import Spooler, check_room, encoding_of, max_upload_bytes, min_free_bytes
+from heapdb.service import jobs, links
+from heapdb.service.spool import Spooler, check_room, encoding_of
 
 # Metadata with a query parameter of its own; any other key comes as meta=KEY=VALUE (repeatable).
 META_KEYS = ("build", "commit", "branch", "scenario", "platform")
 MAX_META_CHARS = 200
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 WRITE_BUFFER = 1 << 20  # bytes of body gathered before one trip to the writing thread
-JOB = "/api/jobs/{job_id}"
 
 router = APIRouter()
 MetaValue = Annotated[str | None, Query(max_length=MAX_META_CHARS)]
 
 
 def is_write(method: str, path: str) -> bool:
-    return method in WRITE_METHODS and path.startswith("/api/")
+    return method in WRITE_METHODS and links.is_api(path)
 
 
 def bearer(authorization: str) -> str | None:
@@ -80,7 +79,7 @@ def write_refusal(authorization: str, read_token: str | None, write_token: str |
 
 def add_intake(app: FastAPI, database: Callable[[], Database]) -> None:
     """The upload and job routes, and the job runner started and stopped with the app."""
-    runner = jobs.JobRunner(database, config.spool_dir(), jobs.max_loads())
+    runner = jobs.JobRunner(database, config.spool_dir(), settings.MAX_LOADS.value())
     app.state.jobs = runner
     app.include_router(router)
     app.router.on_startup.append(runner.start)
@@ -120,7 +119,7 @@ def _free_to_load(runner: jobs.JobRunner, tag: str, replace: bool) -> None:
 
 def _room_in_queue(runner: jobs.JobRunner) -> None:
     """Refuse (503, Retry-After) an upload while ``HEAPDB_MAX_QUEUED`` jobs are queued or running."""
-    waiting, most = len(runner.store.unfinished_here()), jobs.max_queued()
+    waiting, most = len(runner.store.unfinished_here()), settings.MAX_QUEUED.value()
     if waiting >= most:
         raise IntakeFull(
             f"the service has {waiting} load jobs queued or running, its limit (HEAPDB_MAX_QUEUED={most}): "
@@ -129,11 +128,11 @@ def _room_in_queue(runner: jobs.JobRunner) -> None:
 
 
 def job_json(request: Request, job: jobs.Job) -> dict[str, Any]:
-    return {**job.as_dict(), "url": JOB.format(job_id=job.id)}
+    return {**job.as_dict(), "url": links.path(links.JOB, job_id=job.id)}
 
 
 @router.post(
-    "/api/snapshots",
+    links.SNAPSHOTS,
     status_code=202,
     summary="Upload a snapshot (the body: the file, as is or with Content-Encoding gzip or zstd) to be loaded "
     "as TAG; answers at once with its load job",
@@ -168,7 +167,7 @@ async def upload(
         {"build": build, "commit": commit, "branch": branch, "scenario": scenario, "platform": platform}, meta
     )
     encoding = encoding_of(request.headers.get("content-encoding"), request.headers.get("content-type"))
-    limit = max_upload_bytes()
+    limit = settings.MAX_UPLOAD_BYTES.value()
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
         raise UploadTooLarge(
@@ -176,7 +175,7 @@ async def upload(
         )
     await anyio.to_thread.run_sync(_free_to_load, runner, tag, replace)
     await anyio.to_thread.run_sync(_room_in_queue, runner)
-    reserve = min_free_bytes()
+    reserve = settings.MIN_FREE_BYTES.value()
     check_room(runner.spool, int(declared) if declared.isdigit() else 0, reserve)
     if check:
         return JSONResponse({"ok": True, "max_upload_bytes": limit}, status_code=200)
@@ -208,13 +207,13 @@ async def upload(
     return JSONResponse(body, status_code=202, headers={"Location": body["url"]})
 
 
-@router.get("/api/jobs", summary="Load jobs, newest first (the last 100), or those of one tag")
+@router.get(links.JOBS, summary="Load jobs, newest first (the last 100), or those of one tag")
 def list_jobs(request: Request, tag: Annotated[str | None, Query(description="only this tag's")] = None) -> Any:
     return [job_json(request, j) for j in _runner(request).store.recent(tag)]
 
 
 @router.get(
-    JOB,
+    links.JOB,
     summary="A load job: its phase (queued, reading, analysing, writing objects, references, done, "
     "failed, cancelled), progress in the phase (0 to 1), error",
 )
@@ -222,6 +221,6 @@ def get_job(request: Request, job_id: str) -> Any:
     return job_json(request, _runner(request).store.get(job_id))
 
 
-@router.delete(JOB, status_code=202, summary="Cancel a load job: nothing of its snapshot stays visible")
+@router.delete(links.JOB, status_code=202, summary="Cancel a load job: nothing of its snapshot stays visible")
 def cancel_job(request: Request, job_id: str) -> Any:
     return job_json(request, _runner(request).cancel(job_id))

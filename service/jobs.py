@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from heapdb.db import Database
-from heapdb.errors import ConfigError, LoadError, NotFound
+from heapdb.errors import LoadError, NotFound
 from heapdb.loader.store import lifecycle
 from heapdb.progress import PROGRESS_FILE_VARIABLE
 
@@ -48,8 +48,6 @@ RUNNING = ("reading", "analysing", "writing objects", "references")
 ENDED = ("done", "failed", "cancelled")
 PHASES = (QUEUED, *RUNNING, *ENDED)
 
-DEFAULT_MAX_LOADS = 1  # loads at once: each holds a whole snapshot's arrays in memory
-DEFAULT_MAX_QUEUED = 16  # jobs queued or running: each waits with its snapshot on the spool's disk
 POLL_SECONDS = 0.5  # how often a running load's progress is looked at
 UPDATE_SECONDS = 1.0  # how often, at most, a job's progress is written to Neo4j
 CANCEL_GRACE_SECONDS = 30  # after SIGINT, how long a load may take to hide its snapshot before SIGKILL
@@ -57,26 +55,6 @@ JOBS_LISTED = 100  # newest jobs GET /api/jobs lists
 LOG_TAIL_BYTES = 65_536  # how much of a failed load's stderr is searched for its error
 
 _SCHEMA = "CREATE CONSTRAINT heapdb_job_id IF NOT EXISTS FOR (j:Job) REQUIRE j.id IS UNIQUE"
-
-
-def max_loads() -> int:
-    """``HEAPDB_MAX_LOADS``: how many loads the service runs at once (more wait, queued)."""
-    value = os.environ.get("HEAPDB_MAX_LOADS", str(DEFAULT_MAX_LOADS))
-    try:
-        loads = int(value)
-    except ValueError:
-        loads = 0
-    if not 1 <= loads <= 64:
-        raise ConfigError(f"HEAPDB_MAX_LOADS must be a whole number from 1 to 64, got {value!r}")
-    return loads
-
-
-def max_queued() -> int:
-    """``HEAPDB_MAX_QUEUED``: how many load jobs may be queued or running; an upload past it is refused (503)."""
-    value = os.environ.get("HEAPDB_MAX_QUEUED", str(DEFAULT_MAX_QUEUED))
-    if not value.isdigit() or not 1 <= int(value) <= 10_000:
-        raise ConfigError(f"HEAPDB_MAX_QUEUED must be a whole number from 1 to 10000, got {value!r}")
-    return int(value)
 
 
 def _now() -> str:

@@ -7,6 +7,7 @@ JavaScript. They ask :class:`~heapdb.queries.questions.Questions`, the core the 
 
 A tag is one percent-encoded path segment, as in the API. A tag that itself ends in ``.json`` has
 its last dot encoded in page links (``%2E``), so its page is not taken for another tag's JSON twin.
+The pages' URLs are declared in :mod:`heapdb.service.links`, with the API's.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 from pydantic import Field
 
-from heapdb import drawing, render
 from heapdb.errors import NotFound
 from heapdb.loader.store import Snapshot, list_snapshots
 from heapdb.loader.store.prune import SUMMARY_ANSWERS, load_again
@@ -33,16 +33,17 @@ from heapdb.loader.store.snapshots import BUILD_META
 from heapdb.queries import params
 from heapdb.queries.questions import Questions
 from heapdb.queries.results import ObjectInfo, Retains
+from heapdb.renderers import drawing, text
+from heapdb.renderers import treemap as treemaps
 from heapdb.service import links
-from heapdb.service import treemap as treemaps
+from heapdb.service.links import JSON_SUFFIX, LOGIN, page_path
 from heapdb.units import human_bytes
 
-SNAPSHOTS = "/"
-SNAPSHOT = "/snapshots/{tag:segment}"
-OBJECT = SNAPSHOT + "/objects/{object_id}"
-TREEMAP = SNAPSHOT + "/treemap"
-JSON_SUFFIX = ".json"
-STATIC = "/static"
+# The pages' routes by the names this module's callers know them by.
+SNAPSHOTS = links.HOME_PAGE
+SNAPSHOT = links.SNAPSHOT_PAGE
+OBJECT = links.OBJECT_PAGE
+TREEMAP = links.TREEMAP_PAGE
 TOP_ROWS = 20  # top retainers on a snapshot's page
 NEIGHBOURS = 20  # references listed each way on an object's page
 RETAINS_DEPTH = 4  # levels of what an object retains, on its page
@@ -52,14 +53,6 @@ templates = Environment(
     loader=PackageLoader("heapdb.service", "templates"),
     autoescape=select_autoescape(default=True),
 )
-
-
-def page_path(template: str, **values: object) -> str:
-    """A page's URL; a segment that ends in ``.json`` gets that dot encoded (see the module docs)."""
-    segments = links.path(template, **values).split("/")  # a tag's own slashes are %2F by now
-    return "/".join(
-        seg[: -len(JSON_SUFFIX)] + "%2E" + JSON_SUFFIX[1:] if seg.endswith(JSON_SUFFIX) else seg for seg in segments
-    )
 
 
 def object_page(tag: str, object_id: int) -> str:
@@ -78,10 +71,13 @@ templates.globals.update(
     human_bytes=human_bytes,
     treemap_page=treemap_page,
     treemap_labels=treemaps.labels,
-    reference_label=render.reference_label,
+    reference_label=text.reference_label,
     snapshot_page=lambda tag: page_path(SNAPSHOT, tag=tag),
     object_page=object_page,
-    api_docs="/docs",
+    api_docs=links.API_DOCS,
+    home_page=links.HOME_PAGE,
+    static_path=links.STATIC,
+    login_page=LOGIN,
     summary_answers=SUMMARY_ANSWERS,  # what a pruned snapshot's page says it still answers
     load_again=load_again,  # ... and how to bring its objects back
     build_meta=BUILD_META,
@@ -99,7 +95,7 @@ def respond(request: Request, template: str, data: dict[str, Any], twin: bool) -
     if wants_json(request, twin):
         return JSONResponse(links.to_json(data))
     here = request.url.path
-    twin_url = here + JSON_SUFFIX if here != "/" else "/.json"
+    twin_url = links.twin_of(here)
     if request.url.query:  # the same view's data: a treemap's root, a table's sort
         twin_url += "?" + request.url.query
     html = templates.get_template(template).render(**data, json_twin=twin_url)
@@ -108,14 +104,13 @@ def respond(request: Request, template: str, data: dict[str, Any], twin: bool) -
 
 # --- signing in: with HEAPDB_API_TOKEN set, a browser gives the token once and keeps it in a cookie
 
-LOGIN = "/login"
 TOKEN_COOKIE = "heapdb_token"
 # What anyone may fetch when a token is set: the sign-in page, the style sheet, the API's description.
-_OPEN = frozenset({LOGIN, "/docs", "/openapi.json"})
+_OPEN = frozenset({LOGIN, links.API_DOCS, links.OPENAPI})
 
 
 def open_to_all(path: str) -> bool:
-    return path in _OPEN or path.startswith(STATIC + "/")
+    return path in _OPEN or path.startswith(links.STATIC + "/")
 
 
 def signed_in(request: Request, token: str) -> bool:
@@ -126,21 +121,21 @@ def signed_in(request: Request, token: str) -> bool:
 def sign_in_first(request: Request) -> Response | None:
     """A page asked for without the token: off to the sign-in page (None for the API and JSON twins)."""
     path = request.url.path
-    if path.startswith("/api/") or path.endswith(JSON_SUFFIX) or wants_json(request, False):
+    if links.is_api(path) or path.endswith(JSON_SUFFIX) or wants_json(request, False):
         return None
     return RedirectResponse(f"{LOGIN}?{urlencode({'next': _local(request.url.path)})}", status_code=303)
 
 
 def _local(target: str) -> str:
     """Only a path on this site is a place to go back to after signing in (never another host)."""
-    return target if target.startswith("/") and not target.startswith("//") else "/"
+    return target if target.startswith("/") and not target.startswith("//") else links.HOME_PAGE
 
 
 def add_pages(app: FastAPI, questions: Callable[[], Questions], token: str | None) -> None:
     """The pages' routes on ``app`` (not in the OpenAPI description: that one is the API's)."""
-    app.mount(STATIC, StaticFiles(directory=Path(__file__).parent / "static"), name="static")
+    app.mount(links.STATIC, StaticFiles(directory=Path(__file__).parent / "static"), name="static")
 
-    def login_form(request: Request, next: str = "/", wrong: bool = False) -> Response:
+    def login_form(request: Request, next: str = links.HOME_PAGE, wrong: bool = False) -> Response:
         html = templates.get_template("login.html").render(
             next=_local(next), wrong=wrong, needed=token is not None, json_twin=None
         )
@@ -148,7 +143,7 @@ def add_pages(app: FastAPI, questions: Callable[[], Questions], token: str | Non
 
     async def login(request: Request) -> Response:
         form = parse_qs((await request.body()).decode("utf-8", "replace"))
-        given, target = form.get("token", [""])[0], _local(form.get("next", ["/"])[0])
+        given, target = form.get("token", [""])[0], _local(form.get("next", [links.HOME_PAGE])[0])
         if token is None or not secrets.compare_digest(given.encode(), token.encode()):
             return login_form(request, target, wrong=token is not None)
         response = RedirectResponse(target, status_code=303)
@@ -223,7 +218,6 @@ def add_pages(app: FastAPI, questions: Callable[[], Questions], token: str | Non
         return respond(request, "treemap.html", data, twin)
 
     def routes(twin: bool) -> None:
-        suffix = JSON_SUFFIX if twin else ""
 
         def snapshots_route(request: Request) -> Response:
             return snapshots(request, twin)
@@ -236,14 +230,14 @@ def add_pages(app: FastAPI, questions: Callable[[], Questions], token: str | Non
         def object_route(request: Request, tag: str, object_id: int) -> Response:
             return object_(request, tag, object_id, twin)
 
-        app.add_api_route("/.json" if twin else SNAPSHOTS, snapshots_route, include_in_schema=False)
-        app.add_api_route(SNAPSHOT + suffix, snapshot_route, include_in_schema=False)
-        app.add_api_route(OBJECT + suffix, object_route, include_in_schema=False)
+        app.add_api_route(links.page_route(SNAPSHOTS, twin), snapshots_route, include_in_schema=False)
+        app.add_api_route(links.page_route(SNAPSHOT, twin), snapshot_route, include_in_schema=False)
+        app.add_api_route(links.page_route(OBJECT, twin), object_route, include_in_schema=False)
 
         def treemap_route(request: Request, tag: str, limits: Annotated[treemaps.Limits, Query()]) -> Response:
             return treemap(request, tag, twin, limits)
 
-        app.add_api_route(TREEMAP + suffix, treemap_route, include_in_schema=False)
+        app.add_api_route(links.page_route(TREEMAP, twin), treemap_route, include_in_schema=False)
 
     routes(twin=True)  # first: a twin's URL would also match its page's route, the other way round not
     routes(twin=False)
@@ -310,7 +304,7 @@ def retained_tree(retains: Retains) -> dict[str, Any]:
 def error_page(request: Request, status: int, message: str) -> Response | None:
     """An HTML error for a page request (None for the API and JSON twins, which answer JSON)."""
     path = request.url.path
-    if path.startswith("/api/") or path.endswith(JSON_SUFFIX) or wants_json(request, False):
+    if links.is_api(path) or path.endswith(JSON_SUFFIX) or wants_json(request, False):
         return None
     html = templates.get_template("error.html").render(status=status, message=message, json_twin=None)
     return HTMLResponse(html, status_code=status)

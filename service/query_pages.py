@@ -32,11 +32,13 @@ from heapdb.errors import HeapdbError
 from heapdb.queries import catalog, params
 from heapdb.queries.catalog import Parameter, StoredQuery
 from heapdb.queries.questions import Questions
-from heapdb.service.pages import JSON_SUFFIX, SNAPSHOT, object_page, page_path, respond, templates, wants_json
+from heapdb.service import links
+from heapdb.service.pages import SNAPSHOT, object_page, page_path, respond, templates, wants_json
 from heapdb.units import human_bytes, short_name
 
-QUERIES = "/queries"
-QUERY = QUERIES + "/{name}"
+# The pages' routes (declared in heapdb.service.links) by the names this module's callers know them by.
+QUERIES = links.QUERIES_PAGE
+QUERY = links.QUERY_PAGE
 # The most rows a stored query's own `limit` may ask for (types, paths): the page never cuts a
 # result the query was told to bound, only the unbounded listings (builds, snapshots, signatures).
 ROW_LIMIT = params.MAX_GROUP_LIMIT
@@ -236,7 +238,6 @@ def add_query_pages(app: FastAPI, questions: Callable[[], Questions]) -> None:
         return response
 
     def routes(twin: bool) -> None:
-        suffix = JSON_SUFFIX if twin else ""
 
         def queries_route(request: Request) -> Response:
             return respond(request, "queries.html", catalog_data(), twin)
@@ -244,8 +245,8 @@ def add_query_pages(app: FastAPI, questions: Callable[[], Questions]) -> None:
         def query_route(request: Request, name: str) -> Response:
             return query(request, name, twin)
 
-        app.add_api_route(QUERIES + suffix, queries_route, include_in_schema=False)
-        app.add_api_route(QUERY + suffix, query_route, include_in_schema=False)
+        app.add_api_route(links.page_route(QUERIES, twin), queries_route, include_in_schema=False)
+        app.add_api_route(links.page_route(QUERY, twin), query_route, include_in_schema=False)
 
     routes(twin=True)
     routes(twin=False)

@@ -18,11 +18,11 @@ from fastapi import FastAPI, Query, Response
 from fastapi import Path as FastAPIPath
 from fastapi.responses import JSONResponse
 
-from heapdb import drawing, render
 from heapdb.errors import NotFound, ParameterError
 from heapdb.queries import results
 from heapdb.queries.questions import Questions
 from heapdb.registry import QUESTIONS, Part, Question
+from heapdb.renderers import drawing, text
 from heapdb.service import links, schemas
 
 # Where each kind of subject's routes hang; a question's ``route`` follows.
@@ -30,9 +30,9 @@ BASES = {
     "snapshot": links.SNAPSHOT,
     "object": links.OBJECT,
     "two snapshots": links.DIFF,
-    "signature": "/api/signatures/{sig}",
+    "signature": links.SIGNATURE,
 }
-OTHER_BASE = "/api"
+OTHER_BASE = links.API
 
 GRAPH_MEDIA = {"json": "application/json", "dot": "text/vnd.graphviz; charset=utf-8", "svg": "image/svg+xml"}
 DRAWINGS: dict[str | None, tuple[str, ...]] = {"graph": ("json", "dot", "svg"), "flame": ("json", "svg"), None: ()}
@@ -83,7 +83,7 @@ def _signature(question: Question, route: str) -> inspect.Signature:
 def _respond(question: Question, answer: Any, fmt: str, p: Any, subject: list[Any]) -> Response:
     if question.drawings == "flame" and fmt == "svg":
         assert isinstance(answer, results.Diff)
-        flame = render.growth_flamegraph(answer)
+        flame = text.growth_flamegraph(answer)
         if flame is None:
             before, after = subject
             raise NotFound(f"nothing grew from {before} to {after}: there is no flame graph to draw")

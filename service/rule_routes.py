@@ -20,12 +20,13 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from heapdb.db import Database
 from heapdb.errors import RuleError, UploadTooLarge
+from heapdb.service import links
 
 
 def add_rule_routes(app: FastAPI, database: Callable[[], Database]) -> None:
     """The ``/api/rules`` routes on ``app``, each opening the database through ``database()``."""
 
-    @app.get("/api/rules", summary="The rule sets stored in the database: the latest version of each, or every version")
+    @app.get(links.RULES, summary="The rule sets stored in the database: the latest version of each, or every version")
     def rule_sets(
         all_versions: Annotated[bool, Query(description="list every version, not only the latest")] = False,
     ) -> list[dict[str, Any]]:
@@ -33,7 +34,7 @@ def add_rule_routes(app: FastAPI, database: Callable[[], Database]) -> None:
 
         return [r.as_dict() for r in rulesets.list_rule_sets(database(), all_versions=all_versions)]
 
-    @app.get("/api/rules/{name}", summary="One rule set with its text: the latest version, or ?version=")
+    @app.get(links.RULE, summary="One rule set with its text: the latest version, or ?version=")
     def rule_set(
         name: Annotated[str, FastAPIPath(min_length=1, max_length=100, description="the rule set's name")],
         version: Annotated[int | None, Query(ge=1, description="this version")] = None,
@@ -44,7 +45,7 @@ def add_rule_routes(app: FastAPI, database: Callable[[], Database]) -> None:
         return rulesets.get_rule_set(database(), name, version).as_dict()
 
     @app.post(
-        "/api/rules/{name}",
+        links.RULE,
         status_code=201,
         summary="Add a rule set: the body is the rule file (text/plain or application/toml), checked, then stored "
         "as the next version of NAME (version 1 for a new name); needs the write token",
@@ -77,11 +78,13 @@ def add_rule_routes(app: FastAPI, database: Callable[[], Database]) -> None:
             lambda: rulesets.add_rule_set(database(), name, text, author=author or None, use_default_author=False)
         )
         return JSONResponse(
-            record.as_dict(), status_code=201, headers={"Location": f"/api/rules/{name}?version={record.version}"}
+            record.as_dict(),
+            status_code=201,
+            headers={"Location": f"{links.path(links.RULE, name=name)}?version={record.version}"},
         )
 
     @app.delete(
-        "/api/rules/{name}",
+        links.RULE,
         summary="Remove a rule set: every version, or ?version= only (the others keep their numbers); "
         "needs the write token",
         responses={

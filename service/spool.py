@@ -4,7 +4,6 @@ compression ratio: each piece of compressed input yields at most a few MiB of ou
 
 from __future__ import annotations
 
-import os
 import shutil
 import zlib
 from collections.abc import Iterator
@@ -14,34 +13,10 @@ from typing import Protocol
 from heapdb.errors import FormatError, NoSpace, UnsupportedEncoding, UploadError, UploadTooLarge
 from heapdb.units import human_bytes
 
-DEFAULT_MAX_UPLOAD_BYTES = 16 << 30  # the largest snapshot the service takes, decompressed
-# Free disk an upload must leave beside the spool: a load's Neo4j store grows by several times the
-# snapshot's size, and a full disk stops Neo4j for everyone, not only this upload.
-DEFAULT_MIN_FREE_BYTES = 4 << 30
 GZIP_OUTPUT = 4 << 20  # bytes of output per call into zlib
 ZSTD_INPUT = 1024  # compressed bytes per call into zstd: at most 128 KiB of output per 4 bytes of input
 ENCODINGS = ("identity", "gzip", "zstd")
 _MEDIA_ENCODINGS = {"application/gzip": "gzip", "application/x-gzip": "gzip", "application/zstd": "zstd"}
-
-
-def max_upload_bytes() -> int:
-    """``HEAPDB_MAX_UPLOAD_BYTES``: the largest upload, counted both as sent and decompressed."""
-    from heapdb.errors import ConfigError
-
-    value = os.environ.get("HEAPDB_MAX_UPLOAD_BYTES", str(DEFAULT_MAX_UPLOAD_BYTES))
-    if not value.isdigit() or int(value) < 1:
-        raise ConfigError(f"HEAPDB_MAX_UPLOAD_BYTES must be a positive number of bytes, got {value!r}")
-    return int(value)
-
-
-def min_free_bytes() -> int:
-    """``HEAPDB_MIN_FREE_BYTES``: the free disk an upload must leave in the spool's file system (0: no check)."""
-    from heapdb.errors import ConfigError
-
-    value = os.environ.get("HEAPDB_MIN_FREE_BYTES", str(DEFAULT_MIN_FREE_BYTES))
-    if not value.isdigit():
-        raise ConfigError(f"HEAPDB_MIN_FREE_BYTES must be a number of bytes, got {value!r}")
-    return int(value)
 
 
 def check_room(directory: Path, needed: int, reserve: int) -> None:
@@ -201,7 +176,7 @@ class Spooler:
 
         self._file.flush()
         try:
-            self.format = formats.detect(self.path).NAME
+            self.format = formats.detect(self.path).name
         except FormatError as e:
             raise UploadError(f"the upload is not a snapshot heapdb reads: {e.problem}") from None
 

@@ -7,10 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmarks.synth import synth_graph, write_snapbin
 from heapdb.loader.analysis import analyze
 from heapdb.loader.formats import read_graph
 from heapdb.loader.graph import EdgeKind
+from heapgen.synth import synth_graph, write_snapbin
 
 
 @pytest.mark.parametrize("objects,references", [(1, 0), (2, 1), (50, 49), (1000, 5000), (20_000, 100_000)])

@@ -13,7 +13,7 @@ import contextlib
 import json
 import uuid
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,7 @@ from heapdb.loader.rules.summary import bucket_rows
 from heapdb.loader.store.snapshots import get_snapshot
 from heapdb.queries import params
 from heapdb.queries.questions import Questions
-from heapdb.queries.results import Diff
+from heapdb.queries.results import Diff, ObjectInfo
 from heapdb.service import compare_pages
 from heapdb.service.app import create_app
 from tests.support.v8_fixtures import BUCKET_RULES, LEAK_SIZES
@@ -216,6 +216,61 @@ def test_the_compare_page_groups_by_bucket(database: Database, loads: Loads) -> 
     refused = client.get(compare_pages.compare_page(loads.plain, loads.final, by="bucket"))
     assert refused.status_code == 422 and "without bucket rules" in refused.text
     assert refused.headers["content-type"].startswith("text/html")
+
+
+def objects_in(answer: Any) -> list[ObjectInfo]:
+    """Every object an answer names, wherever it sits in it."""
+    if isinstance(answer, ObjectInfo):
+        return [answer]
+    if is_dataclass(answer) and not isinstance(answer, type):
+        return [o for f in fields(answer) for o in objects_in(getattr(answer, f.name))]
+    if isinstance(answer, (list, tuple)):
+        return [o for item in answer for o in objects_in(item)]
+    return []
+
+
+def test_every_object_answer_carries_the_objects_bucket_and_root(database: Database, loads: Loads) -> None:
+    ask = Questions(database)
+    for tag in (loads.final, loads.plain):
+        top = ask.top(tag, params.Top(limit=50))
+        items = ask.find(tag, params.Find(type="LeakedItem", limit=5))
+        path = ask.why_alive(tag, items[0].id, params.Why(k=3))
+        held_by_root = ask.object(tag, path.paths[0].objects[1].id)
+        answers = [
+            top,
+            items,
+            path,
+            ask.dominators(tag, items[0].id),
+            ask.retains(tag, top[0].id),
+            ask.object(tag, items[0].id),
+            held_by_root,
+            ask.suspects(tag),
+        ]
+        objects = [o for answer in answers for o in objects_in(answer)]
+        rows = database.read(
+            "MATCH (s:Snapshot {tag: $tag, status: 'ready'}) MATCH (o:Object {sid: s.sid}) WHERE o.id IN $ids "
+            "RETURN o.id AS id, o.bucket AS bucket",
+            {"tag": tag, "ids": [o.id for o in objects]},
+        )
+        assert {o.id: o.bucket for o in objects} == {r["id"]: r["bucket"] for r in rows}
+        # The root is marked wherever it appears: at the start of a path, and as an object's holder.
+        root_id = get_snapshot(database, tag).root_id
+        assert all(o.root == (o.id == root_id) for o in objects)
+        assert held_by_root.incoming[0].object.root and held_by_root.incoming[0].object.id == root_id
+    # Under the bucket rules the answers name the buckets (leak.js's objects are the app's); without
+    # rules no object has one.
+    item = ask.find(loads.final, params.Find(type="LeakedItem", limit=1))[0]
+    why = ask.why_alive(loads.final, item.id)
+    assert why.target.bucket == "app" and why.paths[0].objects[-1].bucket == "app"
+    assert {o.bucket for o in ask.top(loads.final, params.Top(limit=50))} >= {"app", "engine"}
+    assert {o.bucket for o in ask.top(loads.plain, params.Top(limit=50))} == {None}
+    # The CLI's JSON and REST carry them too.
+    code, out, err = invoke("top", loads.final, "--limit", "50", "--format", "json")
+    assert code == 0, err
+    assert [o["bucket"] for o in json.loads(out)] == [o.bucket for o in ask.top(loads.final, params.Top(limit=50))]
+    rest = TestClient(create_app(token="")).get(f"/api/snapshots/{loads.final}/objects/{why.target.id}/why")
+    assert rest.status_code == 200
+    assert [o["bucket"] for o in rest.json()["paths"][0]["objects"]] == [o.bucket for o in why.paths[0].objects]
 
 
 def test_reanalyze_rewrites_the_bucket_totals(database: Database, loads: Loads) -> None:

@@ -87,7 +87,7 @@ def test_convert_to_heapsnapshot_by_suffix_and_back(tmp_path: Path) -> None:
     chrome = tmp_path / "out.heapsnapshot"
     code, out, err = run("convert", str(source), str(chrome))
     assert code == 0, err
-    assert formats.detect(chrome).NAME == "v8"
+    assert formats.detect(chrome).name == "v8"
     g = formats.read_graph(chrome)
     counts = type_counts(g)
     assert counts["Item"] == 60 and counts["Blob"] == 60 and counts["List"] == 1
@@ -95,7 +95,7 @@ def test_convert_to_heapsnapshot_by_suffix_and_back(tmp_path: Path) -> None:
     again = tmp_path / "again.heapsnapshot"
     code, _, err = run("convert", str(chrome), str(again), "--to", "snapbin")
     assert code == 0, err
-    assert formats.detect(again).NAME == "snapbin"
+    assert formats.detect(again).name == "snapbin"
     h = read_graph(again)
     assert type_counts(h)["Item"] == 60 and set(read_graph(source).ids[:122].tolist()) <= set(h.ids.tolist())
 
@@ -147,3 +147,9 @@ def test_the_real_executable_reports_a_truncated_file_in_one_line(tmp_path: Path
     assert proc.returncode == 1
     assert proc.stderr.count("\n") == 1 and "truncated" in proc.stderr and str(truncated) in proc.stderr
     assert "Traceback" not in proc.stderr and proc.stdout == ""
+
+
+@pytest.mark.parametrize("format_name", ["V8", "Luau", "hprof", "snap.bin"])
+def test_load_help_names_every_format_it_reads(format_name: str) -> None:
+    result = CliRunner().invoke(main, ["load", "--help"])
+    assert result.exit_code == 0 and format_name in " ".join(result.output.split())

@@ -311,9 +311,9 @@ def test_diff_by_object_says_when_ids_are_addresses(database: Database, loaded, 
 
 
 def test_diff_by_object_notices_reused_ids(database: Database, tmp_path: Path) -> None:
-    """Two unrelated heaps whose objects sit at the same addresses (benchmarks/synth.py lays objects
+    """Two unrelated heaps whose objects sit at the same addresses (heapgen/synth.py lays objects
     out alike whatever the seed; the seed draws their types): most shared ids change type."""
-    from benchmarks.synth import synth_graph, write_snapbin
+    from heapgen.synth import synth_graph, write_snapbin
 
     run = uuid.uuid4().hex[:8]
     tags, local = [], []

@@ -21,13 +21,13 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from heapdb import render
 from heapdb.db import Database
 from heapdb.loader import store
 from heapdb.queries import params
 from heapdb.queries.questions import Questions
 from heapdb.queries.results import Diff
-from heapdb.service import charts, compare_pages, links, pages
+from heapdb.renderers import charts, text
+from heapdb.service import compare_pages, links, pages
 from heapdb.service.app import create_app
 from heapdb.units import human_bytes
 from tests.support.chromium import ChromiumPage
@@ -103,7 +103,7 @@ def test_the_compare_page_shows_each_row_the_cli_flame_graph_and_sort_links(
 ) -> None:
     before, _, after = tags
     by_path = diff_of(ask, before, after, "path")
-    drawing = render.growth_flamegraph(by_path)
+    drawing = text.growth_flamegraph(by_path)
     assert drawing is not None
     for by in ("type", "path"):
         page = client.get(compare_pages.compare_page(before, after, by))

@@ -1,4 +1,4 @@
-"""Flame graph SVGs (heapdb/flamegraph.py)."""
+"""Flame graph SVGs (heapdb/renderers/flamegraph.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from heapdb.flamegraph import WIDTH, build_tree, render_svg
+from heapdb.renderers.flamegraph import WIDTH, build_tree, render_svg
 
 SVG = "{http://www.w3.org/2000/svg}"
 

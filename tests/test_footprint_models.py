@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from benchmarks import footprint
-from benchmarks.synth import synth_graph
 from heapdb.loader import analysis, store
+from heapgen.synth import synth_graph
 
 
 def _data() -> store.LoadInput:

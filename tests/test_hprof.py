@@ -21,8 +21,12 @@ from heapdb.errors import FormatError
 from heapdb.loader import analysis, formats, sources
 from heapdb.loader.formats import hprof
 from heapdb.loader.graph import EdgeKind, HeapGraph
-from tests.support import hprof_writer as hw
-from tests.support.hprof_writer import INT, LONG, OBJECT, HprofWriter, standard_classes
+from heapgen import hprof_writer as hw
+from heapgen.hprof_writer import INT, OBJECT, HprofWriter, standard_classes
+from heapgen.seeds import (
+    random_dump,
+    small,
+)
 from tests.support.java import compile_java, dump_leak
 
 
@@ -53,31 +57,6 @@ def out(g: HeapGraph, v: int) -> list[tuple[str, str, int]]:
     return [(EdgeKind(int(g.edge_kind[e])).name, g.edge_label(e), int(g.ids[g.edge_to[e]])) for e in g.out_edges(v)]
 
 
-def small(id_size: int = 8, version: str = "1.0.2") -> tuple[HprofWriter, dict[str, int]]:
-    """A cache class whose static holds an array of nodes, a weak reference to one, an int array; a
-    thread whose main frame holds the weak reference, and a node allocated at a recorded stack."""
-    w = HprofWriter(id_size, version)
-    c = standard_classes(w)
-    c["Node"] = w.add_class("com/example/Node", c["java.lang.Object"], [("next", OBJECT), ("value", INT)])
-    c["Cache"] = w.add_class(
-        "com/example/Cache", c["java.lang.Object"], statics=[("ENTRIES", OBJECT, 0x9000), ("hits", LONG, 3)]
-    )
-    w.obj_array(0x9000, c["java.lang.Object[]"], [0x9100, 0, 0x9200])
-    w.instance(0x9100, c["Node"], {"next": 0x9200, "value": 7})
-    put = w.stack_frame("put", "Cache.java", c["Cache"], 12)
-    main = w.stack_frame("main", "Main.java", c["Node"], 45)
-    w.stack_trace(1, 0, [])  # HotSpot's dummy trace, named by every object
-    w.stack_trace(2, 1, [put, main])  # thread 1's stack (no thread root: the trace names the thread)
-    w.stack_trace(3, 0, [put, main])  # an allocation site
-    w.instance(0x9200, c["Node"], {"next": 0xDEAD0}, trace=3)  # an id the dump never wrote
-    w.instance(0x9300, c["java.lang.ref.WeakReference"], {"referent": 0x9100}, trace=1)
-    w.prim_array(0x9400, INT, 3)
-    w.root(hw.ROOT_STICKY_CLASS, c["Cache"])
-    w.root(hw.ROOT_JAVA_FRAME, 0x9300, thread=1, frame=1)
-    w.root(hw.ROOT_JNI_GLOBAL, 0x9400)
-    return w, c
-
-
 # -- semantics on small dumps -------------------------------------------------------------------------
 
 
@@ -85,7 +64,7 @@ def small(id_size: int = 8, version: str = "1.0.2") -> tuple[HprofWriter, dict[s
 def test_types_edges_and_sizes(tmp_path: Path, id_size: int) -> None:
     w, c = small(id_size)
     path = write(tmp_path, w.to_bytes())
-    assert formats.detect(path) is hprof
+    assert formats.detect(path) is formats.HPROF
     g = hprof.read_graph(path)
     assert g.meta["format"] == "hprof" and g.meta["id_size"] == id_size
     header = 2 * id_size
@@ -212,80 +191,6 @@ def test_java_names() -> None:
 
 
 # -- random dumps against brute force -----------------------------------------------------------------
-
-
-def random_dump(rng: random.Random, id_size: int, android: bool) -> tuple[bytes, dict]:
-    """A random object graph written as hprof, and the model it was written from."""
-    w = HprofWriter(id_size, "1.0.3" if android else "1.0.2")
-    c = standard_classes(w)
-    n = rng.randrange(1, 22)
-    objs = [0x100000 + 0x20 * i for i in range(n)]
-    dangling = 0xFFF000
-
-    def target() -> int:
-        r = rng.random()
-        return 0 if r < 0.25 else dangling if r < 0.3 else rng.choice(objs)
-
-    node_cls = w.add_class("app/Node", c["java.lang.Object"], [("a", OBJECT), ("b", OBJECT), ("n", INT)])
-    sub_cls = w.add_class("app/Sub", node_cls, [("c", OBJECT), ("a", OBJECT)])  # 'a' hides Node.a
-    statics = [(f"s{i}", OBJECT, target()) for i in range(rng.randrange(0, 3))]
-    holder = w.add_class("app/Holder", c["java.lang.Object"], statics=statics)
-    model_sizes: dict[int, int] = {}
-    strong: list[tuple[int, int]] = []
-    header = 2 * id_size
-
-    def size(raw: int) -> int:
-        return -(-raw // 8) * 8
-
-    for cid, cls in w.classes.items():
-        static_bytes = sum(hw.TYPE_SIZES[t] or id_size for _, t, _ in cls.statics)
-        model_sizes[cid] = size(header + static_bytes)
-        if cls.super_id:
-            strong.append((cid, cls.super_id))
-        strong += [(cid, v) for _, t, v in cls.statics if t == OBJECT and v]
-    choices = ["node", "sub", "weak", "soft", "phantom", "final", "objarr", "intarr"]
-    heaps = [(ord("A"), "app"), (ord("I"), "image"), (ord("Z"), "zygote")]
-    for obj in objs:
-        if android and rng.random() < 0.2:
-            w.heap_info(*rng.choice(heaps))
-        what = rng.choice(choices)
-        if what in ("node", "sub", "weak", "soft", "phantom", "final"):
-            cls_id = {
-                "node": node_cls,
-                "sub": sub_cls,
-                "weak": c["java.lang.ref.WeakReference"],
-                "soft": c["java.lang.ref.SoftReference"],
-                "phantom": c["java.lang.ref.PhantomReference"],
-                "final": c["java.lang.ref.Finalizer"],
-            }[what]
-            fields = w.hierarchy_fields(cls_id)
-            values = {name: target() for name, t in fields if t == OBJECT}
-            w.instance(obj, cls_id, values)
-            model_sizes[obj] = size(header + w.instance_bytes(cls_id))
-            strong.append((obj, cls_id))
-            is_ref = what not in ("node", "sub")
-            for name, t in fields:
-                if t == OBJECT and values[name] and not (is_ref and name == "referent"):
-                    strong.append((obj, values[name]))
-        elif what == "objarr":
-            elements = [target() for _ in range(rng.randrange(0, 5))]
-            w.obj_array(obj, c["java.lang.Object[]"], elements)
-            model_sizes[obj] = size(header + 4 + id_size * len(elements))
-            strong += [(obj, c["java.lang.Object[]"])] + [(obj, e) for e in elements if e]
-        else:
-            length = rng.randrange(0, 40)
-            w.prim_array(obj, INT, length, nodata=android and rng.random() < 0.5)
-            model_sizes[obj] = size(header + 4 + 4 * length)
-            strong.append((obj, c["int[]"]))
-    root_tags = list(hw.ROOT_EXTRA) if android else [t for t in hw.ROOT_EXTRA if t < 0x80 or t == 0xFF]
-    everything = objs + list(w.classes)
-    roots = [(rng.choice(root_tags), rng.choice(everything)) for _ in range(rng.randrange(0, 5))]
-    roots.append((hw.ROOT_STICKY_CLASS, holder))
-    for tag, obj in roots:
-        w.root(tag, obj)
-    segmented = rng.choice([None, 1, 3, 50])
-    model = {"sizes": model_sizes, "strong": [(s, t) for s, t in strong if t in model_sizes], "roots": roots}
-    return w.to_bytes(segment_records=segmented), model
 
 
 def model_brute_force(model: dict) -> tuple[dict[int, int], dict[int, int]]:
@@ -612,7 +517,7 @@ def java_dump(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
 @needs_jdk
 def test_real_dump_counts_retained_sizes_and_weak_references(java_dump: tuple[Path, dict[str, int]]) -> None:
     dump, hist = java_dump
-    assert formats.detect(dump) is hprof
+    assert formats.detect(dump) is formats.HPROF
     g = hprof.read_graph(dump)
     types = collections.Counter(g.strings[t] for t in g.type.tolist())
     assert types["Leak$Session"] == SESSIONS

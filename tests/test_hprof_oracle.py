@@ -19,8 +19,9 @@ import pytest
 from heapdb.loader import analysis
 from heapdb.loader.formats import hprof
 from heapdb.loader.graph import EdgeKind, HeapGraph
-from tests.support import hprof_writer as hw
-from tests.support.hprof_writer import INT, LONG, OBJECT, HprofWriter, standard_classes
+from heapgen import hprof_writer as hw
+from heapgen.hprof_writer import INT, LONG, OBJECT, HprofWriter, standard_classes
+from heapgen.oracles import visualvm_view
 from tests.support.java import compile_java, dump_leak
 
 # The heap library's jar as Debian's visualvm package installs it (scripts/bootstrap.sh installs it).
@@ -89,19 +90,6 @@ def oracle(request: pytest.FixtureRequest, classes: Path, tmp_path_factory: pyte
             vv_counts[f[1]] = int(f[2])
     counts, sizes = jcmd_histogram(hist)
     return Oracle(dump, sessions, size, retained, depth, vv_counts, counts, sizes)
-
-
-def visualvm_view(g: HeapGraph) -> HeapGraph:
-    """The graph as VisualVM's heap library walks it: an instance's fields and array elements, and a
-    class object's static fields, but none of heapdb's class-structure edges (object -> its class,
-    class -> super class, class loader, signers, protection domain, constant pool)."""
-    keep = g.edge_kind != int(EdgeKind.INTERNAL)
-    counts = np.bincount(g.edge_sources()[keep], minlength=g.node_count)
-    start = np.zeros(g.node_count + 1, dtype=np.int64)
-    np.cumsum(counts, out=start[1:])
-    return dataclasses.replace(
-        g, edge_start=start, edge_to=g.edge_to[keep], edge_kind=g.edge_kind[keep], edge_name=g.edge_name[keep]
-    )
 
 
 def brute_retained(g: HeapGraph, a: analysis.Analysis, v: int) -> int:

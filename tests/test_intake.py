@@ -25,7 +25,6 @@ import zstandard
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
-from benchmarks.synth import synth_graph
 from heapdb.cli import main
 from heapdb.db import Database
 from heapdb.errors import NotFound
@@ -35,6 +34,7 @@ from heapdb.loader.store import lifecycle
 from heapdb.neo4j_server import free_port
 from heapdb.service import jobs
 from heapdb.service.app import create_app
+from heapgen.synth import synth_graph
 
 READ, WRITE = "read-token-for-tests", "write-token-for-tests"
 LIMIT = 64 << 20  # the test service's upload limit

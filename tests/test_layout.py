@@ -12,15 +12,23 @@ import pkgutil
 import tomllib
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parent.parent
 
-# Longest prefix wins. Stage numbers only order the stages.
+# Longest prefix wins: an entry stands for its module and, for a package, every module below it,
+# except the top-level "heapdb", which stands for the module `heapdb` alone (else it would give every
+# module a stage and none could be missing one). Stage numbers only order the stages.
+TOP = "heapdb"
 STAGES = {
-    "heapdb": 0,  # the version
+    TOP: 0,  # the version
     "heapdb.errors": 0,
     "heapdb.units": 0,
     "heapdb.progress": 0,
     "heapdb.config": 0,
+    "heapdb.gatecheck": 0,  # what can fail the CI gate, read by rule files and the gate's parameters
+    "heapdb.settings": 0,  # every environment variable and config-file key, declared once
+    "heapdb.docblock": 0,  # generated parts of the docs
     "heapdb.lazy": 0,  # package attributes imported on first use
     "heapdb.loader": 1,  # the package's docstring only
     "heapdb.loader.graph": 1,  # the arrays every stage shares
@@ -38,10 +46,7 @@ STAGES = {
     "heapdb.db": 3,
     "heapdb.loader.store": 3,
     "heapdb.queries": 4,
-    "heapdb.render": 5,
-    "heapdb.drawing": 5,  # graph answers as GraphViz dot and SVG
-    "heapdb.flamegraph": 5,
-    "heapdb.ci_report": 5,  # a gate report as JUnit XML and Markdown
+    "heapdb.renderers": 5,  # answers as text, dot and SVG, flame graphs, gate reports, treemaps, charts
     "heapdb.registry": 5,  # every question declared once: its method, parameters, renderers
     "heapdb.cli": 6,
     "heapdb.service": 6,
@@ -49,12 +54,19 @@ STAGES = {
 }
 
 
-def stage(module: str) -> int:
-    best = max(
-        (prefix for prefix in STAGES if module == prefix or module.startswith(prefix + ".")), key=len, default=None
+def stage_entry(module: str) -> str | None:
+    """The entry of STAGES that gives ``module`` its stage, if any."""
+    return max(
+        (prefix for prefix in STAGES if module == prefix or (prefix != TOP and module.startswith(prefix + "."))),
+        key=len,
+        default=None,
     )
-    assert best is not None, f"{module} has no stage in tests/test_layout.py: add it where it belongs in the pipeline"
-    return STAGES[best]
+
+
+def stage(module: str) -> int:
+    entry = stage_entry(module)
+    assert entry is not None, f"{module} has no stage in tests/test_layout.py: add it where it belongs in the pipeline"
+    return STAGES[entry]
 
 
 def modules() -> dict[str, Path]:
@@ -92,9 +104,19 @@ def imported(name: str, path: Path, known: set[str]) -> set[str]:
     return {m for m in out if m == "heapdb" or m.startswith("heapdb.")}
 
 
+def test_an_entry_stands_for_its_package_but_the_top_level_only_for_itself() -> None:
+    assert stage_entry("heapdb.loader.formats.v8.scan") == "heapdb.loader.formats"
+    assert stage_entry("heapdb") == TOP
+    assert stage_entry("heapdb.nowhere") is None
+    with pytest.raises(AssertionError, match="heapdb.nowhere has no stage"):
+        stage("heapdb.nowhere")
+
+
 def test_every_module_has_a_stage_and_imports_only_backwards() -> None:
     found = modules()
     assert len(found) > 30  # the walk found the mapped folders (loader/, queries/, service/) too
+    unstaged = sorted(name for name in found if stage_entry(name) is None)
+    assert not unstaged, "modules without a stage (add each where it belongs in the pipeline):\n" + "\n".join(unstaged)
     backwards = []
     for name, path in sorted(found.items()):
         for target in sorted(imported(name, path, set(found))):

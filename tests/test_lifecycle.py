@@ -18,13 +18,13 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from benchmarks.synth import synth_graph
 from heapdb import config, db
 from heapdb.cli import main
 from heapdb.db import Database
 from heapdb.errors import NotFound
 from heapdb.loader import analysis, store
 from heapdb.loader.store import lifecycle, purge
+from heapgen.synth import synth_graph
 from tests.support.purging import (
     kill_the_purger,
     no_purger_at_work,

@@ -21,10 +21,15 @@ from heapdb.loader import analysis, store
 from heapdb.loader.formats import heapsnapshot_export, luau, v8
 from heapdb.loader.graph import HeapGraph
 from heapdb.service.app import create_app
+from heapgen.seeds import (
+    NODE_FIELDS,
+    SAMPLE_ROOTS,
+    dump_text,
+    sample_objects,
+    traced_snapshot,
+)
 from tests.support.tiers import needs
 from tests.support.v8 import JS_DIR, node_environment
-from tests.test_luau_reader import SAMPLE_ROOTS, dump_text, sample_objects
-from tests.test_v8_reader import NODE_FIELDS, small_snapshot
 
 PROGRAM = JS_DIR / "alloc_sites.js"
 ENTRIES = 40
@@ -161,24 +166,6 @@ def test_why_shows_locations_and_stacks_everywhere(loaded: str, graph: HeapGraph
 # -- malformed source sections -------------------------------------------------------------------
 
 
-def traced_snapshot() -> dict:
-    """small_snapshot with a declared layout for its source sections, one located closure and one
-    traced object (node 2, "Leaky", allocated in function "f" called from the root)."""
-    doc = small_snapshot()
-    meta = doc["snapshot"]["meta"]
-    meta["location_fields"] = ["object_index", "script_id", "line", "column"]
-    meta["trace_function_info_fields"] = ["function_id", "name", "script_name", "script_id", "line", "column"]
-    meta["trace_node_fields"] = ["id", "function_info_index", "count", "size", "children"]
-    nf = len(NODE_FIELDS)
-    doc["nodes"][2 * nf + NODE_FIELDS.index("trace_node_id")] = 2
-    doc["locations"] = [2 * nf, 8, 0, 0, 4 * nf, 7, 9, 2]
-    doc["trace_function_infos"] = [0, 0, 0, 0, 0, 0, 1, 4, 3, 7, 10, 3]  # "(root)"; f in script "hello"
-    doc["trace_tree"] = [1, 0, 0, 0, [2, 1, 1, 40, []]]
-    strings = doc.pop("strings")
-    doc["strings"] = strings
-    return doc
-
-
 def write(tmp_path: Path, doc: dict | str, name: str = "s.heapsnapshot") -> Path:
     path = tmp_path / name
     path.write_text(json.dumps(doc) if isinstance(doc, dict) else doc)
@@ -225,6 +212,7 @@ def test_locations_in_any_order_and_any_script_ids(tmp_path: Path, layout: str, 
         ("locations", [700, 7, 9, 2], "is not a node position"),
         ("trace_tree", [1, 0, 0, 0, [2, 5, 1, 40, []]], "function_info_index is not one of"),
         ("trace_tree", [1, 0, 0, 0, [3, 1, 1, 40, []]], "trace_node_id 2 is not a node of 'trace_tree'"),
+        ("trace_tree", [], "trace_node_id 2 is not a node of 'trace_tree'"),  # no node at all
         ("trace_tree", [1, 0, 0, 0, [2, 1, 1, 40]], "ends in the middle of a node"),
         ("trace_tree", [1, 0, 0, 0, 5], "children must be an array"),
         ("trace_tree", "[1, 0, 0, 0, [2, 1, 1, 40, [], ]]", "expected a number"),

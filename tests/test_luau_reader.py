@@ -15,6 +15,12 @@ from heapdb.errors import FormatError
 from heapdb.loader import formats
 from heapdb.loader.formats import luau
 from heapdb.loader.graph import EdgeKind, HeapGraph
+from heapgen.seeds import (
+    SAMPLE_ROOTS,
+    dump_text,
+    luau_string,
+    sample_objects,
+)
 from tests.support.snapshots import LUAU_FIXTURES
 
 FIXTURES = LUAU_FIXTURES
@@ -23,27 +29,10 @@ needs_fixtures = pytest.mark.skipif(
 )
 
 
-def dump_text(objects: dict[str, dict], roots: dict[str, str], stats: dict | None = None) -> str:
-    """A dump laid out like the VM writes it, sentinel included."""
-    lines = [f'"{address}":{json.dumps(obj, separators=(",", ":"))},' for address, obj in objects.items()]
-    lines.append('"0":{"type":"userdata","cat":0,"size":0}')
-    stats = stats or {
-        "size": sum(o.get("size", 0) for o in objects.values()),
-        "categories": {"0": {"name": "main", "size": 1}, "none": {}},
-    }
-    return (
-        '{"objects":{\n' + "\n".join(lines) + '\n},"roots":' + json.dumps(roots) + ',"stats":' + json.dumps(stats) + "}"
-    )
-
-
 def write_dump(tmp_path: Path, objects: dict, roots: dict, name: str = "dump.json") -> Path:
     path = tmp_path / name
     path.write_text(dump_text(objects, roots))
     return path
-
-
-def s(data: str, size: int = 24) -> dict:
-    return {"type": "string", "cat": 0, "size": size, "data": data}
 
 
 def node_of(g: HeapGraph, address: str) -> int:
@@ -55,66 +44,9 @@ def out(g: HeapGraph, node: int) -> list[tuple[str, str, int]]:
     return [(EdgeKind(int(g.edge_kind[e])).name, g.edge_label(e), int(g.edge_to[e])) for e in g.out_edges(node)]
 
 
-def sample_objects() -> dict[str, dict]:
-    return {
-        "0x1000": {
-            "type": "thread",
-            "cat": 0,
-            "size": 200,
-            "env": "0x1010",
-            "source": "@main.luau",
-            "line": 1,
-            "stack": ["0x1020", "0x1030", "0x1040"],
-            "stacknames": ["frame:@main.luau:1:", "cache", None],
-        },
-        "0x1010": {"type": "table", "cat": 0, "size": 64, "pairs": ["0x1100", "0x1020"]},  # globals: {cache = ...}
-        "0x1020": {
-            "type": "table",
-            "cat": 1,
-            "size": 80,
-            "pairs": ["0x1110", "0x1030", None, "0x1040"],
-            "array": ["0x1050", "0x1060"],
-            "metatable": "0x1070",
-        },
-        "0x1030": {
-            "type": "function",
-            "cat": 0,
-            "size": 48,
-            "env": "0x1010",
-            "proto": "0x1080",
-            "upvalues": ["0x1020"],
-            "name": "onTick",
-        },
-        "0x1040": {"type": "userdata", "cat": 0, "size": 16, "tag": 7, "metatable": "0x1090"},
-        "0x1050": s("first"),
-        "0x1060": {"type": "buffer", "cat": 1, "size": -2147483000},  # a C int that wrapped
-        "0x1070": {"type": "table", "cat": 0, "size": 40, "pairs": ["0x1120", "0x1130"]},  # __index
-        "0x1080": {
-            "type": "proto",
-            "cat": 0,
-            "size": 100,
-            "source": "@main.luau",
-            "line": 3,
-            "constants": ["0x1110"],
-            "protos": [],
-        },
-        "0x1090": {"type": "table", "cat": 0, "size": 40, "pairs": ["0x1140", "0x1150"]},  # {__type = "Widget"}
-        "0x1100": s("cache"),
-        "0x1110": s("handler"),
-        "0x1120": s("__index"),
-        "0x1130": {"type": "table", "cat": 0, "size": 40},
-        "0x1140": s("__type"),
-        "0x1150": s("Widget"),
-        "0x1160": {"type": "table", "cat": 0, "size": 8},  # registry
-    }
-
-
-SAMPLE_ROOTS = {"mainthread": "0x1000", "registry": "0x1160"}
-
-
 def test_sample_dump_nodes(tmp_path: Path) -> None:
     path = write_dump(tmp_path, sample_objects(), SAMPLE_ROOTS)
-    assert formats.detect(path) is luau
+    assert formats.detect(path) is formats.LUAU
     g = luau.read_graph(path)
     assert g.node_count == 4 + 17  # (root), two listed root kinds, (other roots), the objects (no sentinel)
     assert [g.node_name(i) for i in range(4)] == ["(root)", "(mainthread roots)", "(registry roots)", "(other roots)"]
@@ -172,11 +104,11 @@ def test_weak_tables(tmp_path: Path, mode: str, weak_keys: bool, weak_values: bo
         "0x18": {"type": "table", "cat": 0, "size": 8, "pairs": ["0x70", "0x80"] if mode else []},
         "0x20": {"type": "table", "cat": 0, "size": 8},
         "0x30": {"type": "table", "cat": 0, "size": 8},
-        "0x40": s("name"),
+        "0x40": luau_string("name"),
         "0x50": {"type": "table", "cat": 0, "size": 8},
         "0x60": {"type": "table", "cat": 0, "size": 8},
-        "0x70": s("__mode"),
-        "0x80": s(mode),
+        "0x70": luau_string("__mode"),
+        "0x80": luau_string(mode),
         "0x90": {"type": "table", "cat": 0, "size": 8, "pairs": ["0x10", "0x18"]},
     }
     objects["0x10"]["metatable"] = "0x18"
@@ -211,11 +143,11 @@ def test_minimal_other_roots(tmp_path: Path) -> None:
             # A -> B, B -> string: only A needs an other-roots edge.
             "0x2000": {"type": "table", "cat": 0, "size": 8, "pairs": ["0x2010", "0x2010"]},
             "0x2010": {"type": "table", "cat": 0, "size": 8, "array": ["0x2020"]},
-            "0x2020": s("held by B"),
+            "0x2020": luau_string("held by B"),
             # A cycle C <-> D with E below: one of C, D is enough.
             "0x3000": {"type": "table", "cat": 0, "size": 8, "array": ["0x3010"]},
             "0x3010": {"type": "table", "cat": 0, "size": 8, "array": ["0x3000", "0x3020"]},
-            "0x3020": s("below the cycle"),
+            "0x3020": luau_string("below the cycle"),
         }
     )
     g = luau.read_graph(write_dump(tmp_path, objects, SAMPLE_ROOTS))
@@ -291,7 +223,7 @@ def test_invalid_input(tmp_path: Path) -> None:
         luau.read_graph(bad)
 
     objects = sample_objects()
-    objects["zz"] = s("x")
+    objects["zz"] = luau_string("x")
     bad.write_text(dump_text(objects, SAMPLE_ROOTS))
     with pytest.raises(FormatError, match="hexadecimal"):
         luau.read_graph(bad)

@@ -203,8 +203,8 @@ def test_start_after_a_kill_reports_recovery_and_keeps_the_loaded_snapshots(tmp_
     recovery it waits for, the completed snapshot is intact, and the interrupted load shows as failed."""
     import time
 
-    from benchmarks.synth import synth_graph
     from heapdb.loader.formats.snapbin.from_graph import write_graph
+    from heapgen.synth import synth_graph
 
     env = private_env(tmp_path, HEAPDB_PROGRESS="0")
     small, big = tmp_path / "small.bin", tmp_path / "big.bin"

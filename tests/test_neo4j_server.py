@@ -181,6 +181,6 @@ def test_start_waits_for_a_killed_server_to_let_go_of_its_port() -> None:
     held.bind(("127.0.0.1", 0))
     held.listen()
     port = held.getsockname()[1]
-    assert not neo4j_server._port_freed(port, 0.3)  # held: not free, and said so after the wait
+    assert not neo4j_server.port_freed(port, 0.3)  # held: not free, and said so after the wait
     threading.Timer(0.5, held.close).start()
-    assert neo4j_server._port_freed(port, 10)  # let go of meanwhile: start goes ahead
+    assert neo4j_server.port_freed(port, 10)  # let go of meanwhile: start goes ahead

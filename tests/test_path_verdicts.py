@@ -20,12 +20,12 @@ import pytest
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
-from heapdb import ci_report
 from heapdb.cli import main
 from heapdb.db import Database
 from heapdb.queries import catalog, params
 from heapdb.queries.questions import Questions
 from heapdb.queries.results import Diff
+from heapdb.renderers import ci_report
 from heapdb.service import compare_pages
 from heapdb.service.app import create_app
 

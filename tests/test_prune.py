@@ -25,7 +25,6 @@ import pytest
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
-from benchmarks.synth import synth_graph
 from heapdb import config, db
 from heapdb.cli import main
 from heapdb.db import Database
@@ -39,6 +38,7 @@ from heapdb.queries.questions import Questions
 from heapdb.service import pages
 from heapdb.service.app import create_app
 from heapdb.units import human_bytes
+from heapgen.synth import synth_graph
 from tests.support.chromium import ChromiumPage
 from tests.support.pages import SCREENSHOTS
 from tests.support.purging import kill_the_purger, no_purger_at_work, wait_until

@@ -9,8 +9,8 @@ import subprocess
 
 import pytest
 
-from heapdb import drawing, render
 from heapdb.queries.results import DominatorChain, ObjectInfo, Reference, RetainerPath, Retains, WhyAlive
+from heapdb.renderers import drawing, text
 
 HOSTILE = 'say "hi" <b>&amp;</b>\\n back\\slash\nnew line\ttab }];'
 
@@ -45,10 +45,10 @@ def sample_answer() -> WhyAlive:
 
 
 def test_text_chain_reads_root_first_with_one_hop_per_line() -> None:
-    text = render.why_text(sample_answer())
-    lines = text.splitlines()
+    shown = text.why_text(sample_answer())
+    lines = shown.splitlines()
     assert lines[0].startswith("why is LeakedItem") and "@-40" in lines[0]
-    assert "ignoring names: x" in text
+    assert "ignoring names: x" in shown
     chain = lines[lines.index("path 1 (3 references):") + 1 :]
     assert chain[0].strip().startswith("(synthetic) (root)")
     assert chain[1].strip().startswith('--[the "cache"]--> Klass"<x>')
@@ -137,5 +137,5 @@ def test_megabyte_names_and_types_give_bounded_labels_and_lines() -> None:
     source = drawing.dot(answer)
     assert all(len(label) <= 2 * NAME_LIMIT + 100 for label in dot_labels(source))
     assert len(source) < 10 * NAME_LIMIT + 2000 and "\x1b" not in source
-    text = render.why_text(answer)
-    assert max(map(len, text.splitlines())) < 3 * NAME_LIMIT and "\x1b" not in text
+    shown = text.why_text(answer)
+    assert max(map(len, shown.splitlines())) < 3 * NAME_LIMIT and "\x1b" not in shown

@@ -14,7 +14,6 @@ import pytest
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
-from benchmarks.synth import synth_graph
 from heapdb.cli import main
 from heapdb.cli.serve_cmd import loopback_only
 from heapdb.db import Database
@@ -23,6 +22,7 @@ from heapdb.loader import analysis, store
 from heapdb.queries.questions import Questions
 from heapdb.service import links
 from heapdb.service.app import MAX_NESTING, MAX_PARAMETERS, MAX_VALUE_CHARS, create_app
+from heapgen.synth import synth_graph
 from tests.support.serving import served
 
 

@@ -104,7 +104,7 @@ def good_body() -> list[bytes]:
 
 def test_a_hand_made_file_reads_with_forward_references_and_the_root_layout(tmp_path: Path) -> None:
     path = hand_file(tmp_path, good_body(), counts=(5, 1, 2, 2, 1))
-    assert formats.detect(path) is snapbin
+    assert formats.detect(path) is formats.SNAPBIN
     g = read_graph(path)
     by_id = {int(i): n for n, i in enumerate(g.ids)}
     a, b = by_id[100], by_id[200]

@@ -25,7 +25,8 @@ from heapdb.cli import main
 from heapdb.db import Database
 from heapdb.errors import NotFound
 from heapdb.loader import store
-from heapdb.service import pages, treemap
+from heapdb.renderers import treemap
+from heapdb.service import pages
 from heapdb.service.app import create_app
 from tests.support.chromium import ChromiumPage
 from tests.support.pages import SCREENSHOTS, loaded_for_pages

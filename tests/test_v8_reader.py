@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -17,75 +16,14 @@ from heapdb.loader import formats
 from heapdb.loader.formats import v8
 from heapdb.loader.formats.v8 import parts
 from heapdb.loader.graph import Detachedness, EdgeKind
+from heapgen.seeds import (
+    EDGE_TYPES,
+    NODE_TYPES,
+    NodeRow,
+    small_snapshot,
+    snapshot_dict,
+)
 from tests.support.v8_fixtures import leak_snapshot, leak_snapshots, memlab_oracle, node_tools  # noqa: F401
-
-NODE_FIELDS = ["type", "name", "id", "self_size", "edge_count", "trace_node_id", "detachedness"]
-NODE_TYPES = ["hidden", "array", "string", "object", "code", "closure", "regexp", "number", "native", "synthetic"]
-EDGE_FIELDS = ["type", "name_or_index", "to_node"]
-EDGE_TYPES = ["context", "element", "property", "internal", "hidden", "shortcut", "weak"]
-
-# (node type, name index, id, self size, [(edge type, name or index, target)]): one row of snapshot_dict.
-NodeRow = tuple[str, int, int, int, Sequence[tuple[str, int | str, int]]]
-
-
-def snapshot_dict(
-    nodes: Sequence[NodeRow],
-    strings: list[str],
-    *,
-    detachedness: list[int] | None = None,
-    extra_sections: dict | None = None,
-) -> dict:
-    """A V8 snapshot from (node type, name index, id, self size, [(edge type, name, target)]) rows.
-
-    Edge names that are strings are interned into ``strings``; numbers are kept (element/hidden).
-    """
-    strings = list(strings)
-    flat_nodes: list[int] = []
-    flat_edges: list[int] = []
-    nf = len(NODE_FIELDS)
-    for i, (node_type, name, node_id, size, edges) in enumerate(nodes):
-        det = detachedness[i] if detachedness else 0
-        flat_nodes += [NODE_TYPES.index(node_type), name, node_id, size, len(edges), 0, det]
-        for edge_type, edge_name, target in edges:
-            if isinstance(edge_name, str):
-                if edge_name not in strings:
-                    strings.append(edge_name)
-                edge_name = strings.index(edge_name)
-            flat_edges += [EDGE_TYPES.index(edge_type), edge_name, target * nf]
-    doc = {
-        "snapshot": {
-            "meta": {
-                "node_fields": list(NODE_FIELDS),
-                "node_types": [list(NODE_TYPES), "string", "number", "number", "number", "number", "number"],
-                "edge_fields": list(EDGE_FIELDS),
-                "edge_types": [list(EDGE_TYPES), "string_or_number", "node"],
-            },
-            "node_count": len(nodes),
-            "edge_count": len(flat_edges) // 3,
-        },
-        "nodes": flat_nodes,
-        "edges": flat_edges,
-    }
-    doc.update(extra_sections or {})
-    doc["strings"] = strings
-    return doc
-
-
-def small_snapshot() -> dict:
-    strings = ["", "(GC roots)", "Leaky", "hello", "f", '<div id="x" class="y">', "system / Context"]
-    return snapshot_dict(
-        [
-            ("synthetic", 0, 1, 0, [("element", 1, 1), ("shortcut", "global", 2)]),
-            ("synthetic", 1, 3, 0, [("element", 0, 2)]),
-            ("object", 2, 5, 40, [("property", "greeting", 3), ("property", "fn", 4), ("weak", "w", 5)]),
-            ("string", 3, 7, 24, []),
-            ("closure", 4, 9, 32, [("context", "ctx", 6)]),
-            ("native", 5, 10, 100, []),
-            ("hidden", 6, 11, 16, [("internal", "previous", 2), ("hidden", 7, 3)]),
-        ],
-        strings,
-        extra_sections={"locations": [2, 1, 10, 4], "trace_tree": [1, 0, 0, 0, [[2, 0, 0, 0, []]]]},
-    )
 
 
 def write(tmp_path: Path, doc: dict | str | bytes, name: str = "s.heapsnapshot") -> Path:
@@ -159,7 +97,7 @@ def test_small_snapshot_edges(tmp_path: Path) -> None:
 
 def test_detect_picks_v8(tmp_path: Path) -> None:
     path = write(tmp_path, small_snapshot())
-    assert formats.detect(path) is v8
+    assert formats.detect(path) is formats.V8
     assert not v8.sniff(b'{"objects": {}, "roots": {}}')
     assert not v8.sniff(b"HEAPSNAP")
 

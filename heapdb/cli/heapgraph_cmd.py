@@ -29,8 +29,8 @@ def heapgraph(final: Path, baseline: Path | None, svg_out: Path | None, top: int
     and is still alive. Paths are labelled by string keys, __env, __meta, __proto, __stack and
     function sources, as in Luau's tool, so totals can be compared with it.
     """
-    from heapdb.flamegraph import build_tree, render_svg
     from heapdb.loader.luau_heapgraph import heapgraph_files
+    from heapdb.renderers.flamegraph import build_tree, render_svg
 
     rows = heapgraph_files(final, baseline).rows()
     what = f"new objects in {final.name} since {baseline.name}" if baseline else f"objects in {final.name}"

@@ -46,10 +46,11 @@ def load(
 ) -> None:
     """Read a snapshot, compute dominators, retained sizes and distances, and store it in Neo4j.
 
-    FILE is a snap.bin, a V8 .heapsnapshot or a Luau heap dump (detected from its content). Until the
-    load completes, queries do not see the snapshot; an interrupted load leaves nothing visible: it
-    is listed as failed (`heapdb snapshots --all`, with why) and cleaned up in the background; the
-    next load of the tag or `heapdb drop` removes the marker.
+    FILE is a V8 .heapsnapshot, a Luau heap dump, a Java hprof heap dump (HotSpot or Android) or a
+    snap.bin (detected from its content). Until the load completes, queries do not see the snapshot;
+    an interrupted load leaves nothing visible: it is listed as failed (`heapdb snapshots --all`,
+    with why) and cleaned up in the background; the next load of the tag or `heapdb drop` removes
+    the marker.
 
     The snapshot answers as soon as its objects are written (why, dominators, retains, top, types,
     suspects, diff, leaks, growth); the references follow, and the questions that walk them (object

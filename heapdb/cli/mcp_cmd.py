@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import os
-
 import click
 
+from heapdb import settings
 from heapdb.cli import main
 from heapdb.cli.options import service_timeout_option
 from heapdb.cli.serve_cmd import loopback_only
@@ -43,7 +42,7 @@ def mcp(transport: str, host: str, port: int, timeout: float | None, insecure_no
     HEAPDB_API_TOKEN set, every request needs `Authorization: Bearer <token>`, and without it only a
     loopback address is served unless --insecure-no-token.
     """
-    token = os.environ.get("HEAPDB_API_TOKEN") or None
+    token = settings.API_TOKEN.get()
     if transport == "http" and not token and not loopback_only(host):
         if not insecure_no_token:
             raise ConfigError(

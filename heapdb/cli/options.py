@@ -204,7 +204,7 @@ def render_answer(answer: Any, fmt: str, text: Callable[[Any], str]) -> str:
     if fmt == "json":
         return json_text(answer)
     if fmt in ("dot", "svg"):
-        from heapdb import drawing
+        from heapdb.renderers import drawing
 
         return drawing.dot(answer) if fmt == "dot" else drawing.svg(answer)
     return text(answer)

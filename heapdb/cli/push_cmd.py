@@ -11,10 +11,12 @@ from typing import Any
 
 import click
 
+from heapdb import settings
 from heapdb.cli import main
 from heapdb.cli.options import key_values
 from heapdb.errors import UploadError
 from heapdb.progress import bar
+from heapdb.service import links
 
 READ_BYTES = 1 << 20  # bytes of the file read (and compressed) at a time
 ZSTD_LEVEL = 3  # fast: compressing must keep up with the network
@@ -76,7 +78,7 @@ def _answer(response: Any) -> dict[str, Any]:
 @click.option("--tag", required=True, help="Name of this snapshot in the database, e.g. build123.")
 @click.option(
     "--server",
-    envvar="HEAPDB_SERVER",
+    envvar=settings.SERVER.name,
     required=True,
     metavar="URL",
     help="The heapdb service, e.g. http://heapdb.example:8000 (default: HEAPDB_SERVER).",
@@ -90,7 +92,7 @@ def _answer(response: Any) -> dict[str, Any]:
 @click.option("--replace", is_flag=True, help="Load over an existing snapshot with the same tag.")
 @click.option(
     "--token",
-    envvar="HEAPDB_API_WRITE_TOKEN",
+    envvar=settings.API_WRITE_TOKEN.name,
     help="The service's write token (default: HEAPDB_API_WRITE_TOKEN).",
 )
 @click.option(
@@ -135,13 +137,13 @@ def push(
     try:
         with httpx.Client(base_url=base, headers=headers, timeout=httpx.Timeout(60.0)) as client:
             # Checked first, with no body: a refusal (token, tag, size) comes before sending gigabytes.
-            limits = _answer(client.post("/api/snapshots", params=[*params, ("check", "true")]))
+            limits = _answer(client.post(links.SNAPSHOTS, params=[*params, ("check", "true")]))
             if encoding is None and size > limits["max_upload_bytes"]:
                 raise UploadError(f"{file} is {size:,} bytes; the service takes at most {limits['max_upload_bytes']:,}")
             with bar(f"push {os.path.basename(file)}", total=size, unit="B") as b:
                 content = body(file, "none" if already else compress, b.update)
                 sent = client.post(
-                    "/api/snapshots",
+                    links.SNAPSHOTS,
                     params=params,
                     content=content,
                     headers={"Content-Encoding": encoding or "identity", "Content-Type": "application/octet-stream"},

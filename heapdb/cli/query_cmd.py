@@ -10,10 +10,11 @@ from typing import Any
 
 import click
 
-from heapdb import db, render
+from heapdb import db
 from heapdb.cli import main
 from heapdb.cli.options import key_values, timeout_option
 from heapdb.queries import catalog
+from heapdb.renderers import text
 
 
 @main.command()
@@ -78,7 +79,7 @@ def _table(rows: list[dict[str, Any]]) -> str:
     cells = [
         [c if isinstance(c, str) else json.dumps(c, default=str) for c in (row[col] for col in columns)] for row in rows
     ]
-    cells = [[render.short_name(c, 80) for c in line] for line in cells]
+    cells = [[text.short_name(c, 80) for c in line] for line in cells]
     widths = [max(len(col), *(len(line[i]) for line in cells)) for i, col in enumerate(columns)]
     lines = ["  ".join(col.ljust(w) for col, w in zip(columns, widths, strict=True))]
     lines += ["  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)) for line in cells]

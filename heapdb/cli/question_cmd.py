@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 import click
 
-from heapdb import ci_report, db, drawing, render
+from heapdb import db
 from heapdb.cli import main
 from heapdb.cli.options import (
     GRAPH_FORMATS,
@@ -41,6 +41,7 @@ from heapdb.queries.compare import check_series
 from heapdb.queries.questions import Questions
 from heapdb.queries.results import Diff, GateReport, Leaks, ObjectDiff
 from heapdb.registry import QUESTIONS, Part, Question
+from heapdb.renderers import ci_report, drawing, text
 
 F = TypeVar("F", bound=Callable[..., Any])
 Run = Callable[..., Any]  # (question, subject, p, timeout, **the extra options) -> the answer
@@ -164,7 +165,7 @@ def _diff(question: Question, subject: Sequence[str], p: params.Diff, timeout: f
         warn(answer.warnings)
     if svg_out is not None:
         assert isinstance(answer, Diff)
-        flame = render.growth_flamegraph(answer)
+        flame = text.growth_flamegraph(answer)
         before, after = subject
         if flame is None:
             click.echo(f"heapdb: nothing grew from {before} to {after}: no flame graph written", err=True)

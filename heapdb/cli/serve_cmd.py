@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import ipaddress
-import os
 import socket
 
 import click
 
+from heapdb import settings
 from heapdb.cli import main
 from heapdb.cli.options import service_timeout_option
 from heapdb.errors import ConfigError, HeapdbError
@@ -57,7 +57,7 @@ def serve(host: str, port: int, timeout: float | None, workers: int, insecure_no
     Without it, only a loopback address (127.0.0.1, ::1, localhost) is served: any other --host is
     refused unless --insecure-no-token says that anyone who can reach it may read every snapshot.
     """
-    if not os.environ.get("HEAPDB_API_TOKEN") and not loopback_only(host):
+    if not settings.API_TOKEN.get() and not loopback_only(host):
         if not insecure_no_token:
             raise ConfigError(
                 f"refusing to serve on {host!r} without HEAPDB_API_TOKEN: anyone who can reach that address "

@@ -67,10 +67,10 @@ def read_with_progress(path: str | os.PathLike[str]) -> tuple[str, HeapGraph]:
 
     Returns the format's name and the graph.
     """
-    module = formats.detect(path)
+    declared = formats.detect(path)
     with bar(f"read {Path(path).name}", total=os.path.getsize(path), unit="B") as b:
-        graph = module.read_graph(path, on_bytes=b.update)
-    return module.NAME, graph
+        graph = declared.read_graph(path, on_bytes=b.update)
+    return declared.name, graph
 
 
 def analyse_with_progress(graph: HeapGraph, **options: Any) -> analysis.Analysis:

@@ -31,12 +31,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from enum import StrEnum
 
 import numpy as np
 
 from heapdb.loader.analysis import kernels
 from heapdb.loader.analysis.ranking import largest_first_of
+from heapdb.loader.formats import named
+from heapdb.loader.formats.protocol import Semantics as Semantics
 from heapdb.loader.graph import IGNORED as IGNORED
 from heapdb.loader.graph import MAX_OWNS_WEIGHT as MAX_OWNS_WEIGHT
 from heapdb.loader.graph import NO_RULE as NO_RULE
@@ -45,13 +46,6 @@ from heapdb.loader.graph import WEAK_WEIGHT as WEAK_WEIGHT
 
 # The steps :func:`analyze` reports through ``on_step``, in order.
 STEPS = ("retaining edges", "numbering", "dominators", "retained sizes", "distances")
-
-
-class Semantics(StrEnum):
-    """Which rules decide what retains what."""
-
-    GENERIC = "generic"  # weak/shortcut/self-edge rules only; unreachable objects stay detached
-    V8 = "v8"  # memlab's rules, number for number (page ownership, orphans hung under the root)
 
 
 @dataclass(frozen=True)
@@ -111,8 +105,10 @@ class Analysis:
 
 
 def semantics_for(graph: HeapGraph) -> Semantics:
-    """V8 rules for V8 snapshots, generic rules for everything else."""
-    return Semantics.V8 if graph.meta.get("format") == "v8" else Semantics.GENERIC
+    """The rules the graph's format declares (V8's for V8 snapshots), generic rules for a graph of no
+    known format."""
+    declared = named(graph.meta.get("format"))
+    return Semantics.GENERIC if declared is None else declared.semantics
 
 
 def analyze(

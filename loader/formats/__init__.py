@@ -1,39 +1,73 @@
 """Snapshot formats behind one interface.
 
-Each format module exposes:
-
-- ``NAME``: the format's short name (``"snapbin"``, ``"v8"``, ``"luau"``, ``"hprof"``);
-- ``sniff(head: bytes) -> bool``: whether the first bytes of a file are this format;
-- ``read_graph(path, on_bytes=None) -> HeapGraph``: the whole snapshot as arrays. ``on_bytes`` is
-  called with the number of bytes consumed since its last call, for progress bars.
-
-:func:`detect` picks the format from the content, never from the file name.
+Each format is one frozen :class:`~heapdb.loader.formats.protocol.Format`, declared below: its
+name, the reader module that sniffs and reads it (:class:`~heapdb.loader.formats.protocol.Reader`:
+``sniff(head: bytes) -> bool`` and ``read_graph(path, on_bytes=None) -> HeapGraph``), and its traits
+(are its ids addresses, which analysis semantics, which default rules). :func:`detect` picks the
+format from the content, never from the file name; :func:`named` finds the declaration of the
+format a graph or a stored snapshot names, for its traits.
 """
 
 from __future__ import annotations
 
 import os
-from types import ModuleType
 from typing import TYPE_CHECKING
 
 from heapdb.errors import FormatError
+from heapdb.loader.formats.protocol import Format, Reader, Semantics
 from heapdb.loader.graph import HeapGraph
 
 if TYPE_CHECKING:
     from heapdb.progress import ByteProgress
 
+__all__ = ["FORMATS", "HPROF", "LUAU", "SNAPBIN", "SNIFF_BYTES", "V8", "Format", "Reader", "Semantics"]
+
 SNIFF_BYTES = 4096
 
+SNAPBIN = Format(
+    name="snapbin",
+    reader="heapdb.loader.formats.snapbin",
+    described="snap.bin magic",
+    ids_are_addresses=True,  # its writers may use addresses (heapdb.capture writes id())
+    semantics=Semantics.GENERIC,
+    default_rules=None,  # the writer's runtime decides ("python" for heapdb.capture)
+)
+V8 = Format(
+    name="v8",
+    reader="heapdb.loader.formats.v8",
+    described="a V8 .heapsnapshot",
+    ids_are_addresses=False,  # V8's heap object ids stay with their object for the process's life
+    semantics=Semantics.V8,
+    default_rules="v8",
+)
+LUAU = Format(
+    name="luau",
+    reader="heapdb.loader.formats.luau",
+    described="a Luau heap dump",
+    ids_are_addresses=True,  # objects are keyed by address
+    semantics=Semantics.GENERIC,
+    default_rules="luau",
+)
+HPROF = Format(
+    name="hprof",
+    reader="heapdb.loader.formats.hprof",
+    described="a Java hprof heap dump",
+    ids_are_addresses=True,  # the dump's object ids are addresses
+    semantics=Semantics.GENERIC,
+    default_rules=None,
+)
 
-def _modules() -> list[ModuleType]:
-    # Imported lazily: the V8 reader pulls in numba, which costs a second at start-up.
-    from heapdb.loader.formats import hprof, luau, snapbin, v8
-
-    return [snapbin, v8, luau, hprof]
+FORMATS = (SNAPBIN, V8, LUAU, HPROF)  # in the order detect tries them
 
 
-def detect(path: str | os.PathLike[str]) -> ModuleType:
-    """Return the format module that can read ``path``, judged by its first bytes."""
+def named(name: object) -> Format | None:
+    """The format called ``name`` (a graph's ``meta["format"]``, a stored snapshot's format), None
+    for a name no reader writes (``"unknown"``, a graph built by hand)."""
+    return next((f for f in FORMATS if f.name == name), None)
+
+
+def detect(path: str | os.PathLike[str]) -> Format:
+    """Return the format that can read ``path``, judged by its first bytes."""
     try:
         with open(path, "rb") as f:
             head = f.read(SNIFF_BYTES)
@@ -41,14 +75,11 @@ def detect(path: str | os.PathLike[str]) -> ModuleType:
         raise FormatError(path, f"cannot open: {e.strerror}") from None
     if not head:
         raise FormatError(path, "the file is empty", offset=0)
-    for module in _modules():
-        if module.sniff(head):
-            return module
-    raise FormatError(
-        path,
-        "not a snapshot heapdb knows (expected snap.bin magic, a V8 .heapsnapshot, a Luau heap dump or a Java hprof heap dump)",
-        offset=0,
-    )
+    for declared in FORMATS:
+        if declared.sniff(head):
+            return declared
+    *others, last = (f.described for f in FORMATS)
+    raise FormatError(path, f"not a snapshot heapdb knows (expected {', '.join(others)} or {last})", offset=0)
 
 
 def read_graph(path: str | os.PathLike[str], on_bytes: ByteProgress | None = None) -> HeapGraph:

@@ -59,6 +59,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from heapdb.errors import FormatError
+from heapdb.loader.formats import LUAU
 from heapdb.loader.formats.luau_sources import luau_locations
 from heapdb.loader.formats.text import safe_strings, safe_text
 from heapdb.loader.graph import (
@@ -74,7 +75,6 @@ from heapdb.loader.graph import (
 if TYPE_CHECKING:
     from heapdb.progress import ByteProgress
 
-NAME = "luau"
 
 SENTINEL = "0"
 OTHER_ROOTS = "other"
@@ -279,7 +279,7 @@ class _Builder:
             root=0,
             locations=locations,
             meta={
-                "format": NAME,
+                "format": LUAU.name,
                 "category": category,
                 "category_names": _category_names(self.stats),
                 "total_size": _total_size(self.stats.get("size")),

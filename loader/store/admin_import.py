@@ -30,7 +30,7 @@ from typing import TextIO
 
 import numpy as np
 
-from heapdb import neo4j_server
+from heapdb import neo4j_server, settings
 from heapdb.errors import RebuildError
 from heapdb.loader.store.batches import DEFAULT_BATCH
 from heapdb.loader.store.bulk import NULL, Batch, Column, Kind
@@ -42,8 +42,6 @@ OBJECT_LABEL = "Object"
 ROOT_LABEL = "Root"
 # neo4j-admin's header type for each column kind (a text column has none: string is the default).
 _HEADER_TYPES = {Kind.INTEGER: ":long", Kind.TEXT: "", Kind.BOOLEAN: ":boolean"}
-# The import's Java heap: the importer keeps its big structures off heap (--max-off-heap-memory).
-ADMIN_HEAP = os.environ.get("HEAPDB_IMPORT_HEAP", "2g")
 
 
 def csv_header(lead: Sequence[str], columns: Sequence[Column]) -> str:
@@ -188,16 +186,16 @@ def run_import(
     inputs: Sequence[str],
     report_file: Path,
     *,
-    heap: str = ADMIN_HEAP,
+    heap: str | None = None,
     overwrite: bool = False,
 ) -> float:
     """``neo4j-admin database import full`` of ``inputs`` (its ``--nodes=``/``--relationships=``
     options, :meth:`ImportFiles.arguments` for heapdb's files) into ``database`` of the Neo4j whose home
-    is ``home`` (stopped; its ``conf/neo4j.conf`` says where the data lives). Seconds it took; a failed
-    import raises :class:`RebuildError` with the importer's last lines."""
+    is ``home`` (stopped; its ``conf/neo4j.conf`` says where the data lives), with a Java heap of
+    ``heap`` (default: ``HEAPDB_IMPORT_HEAP``). Seconds it took; a failed import raises :class:`RebuildError` with the importer's last lines."""
     command = [
         neo4j_server.java_executable(),
-        f"-Xmx{heap}",
+        f"-Xmx{heap or settings.IMPORT_HEAP.value()}",
         "-cp",
         os.pathsep.join(neo4j_server.classpath()),
         neo4j_server.ADMIN_TOOL,

@@ -26,6 +26,7 @@ from typing import Any
 import neo4j
 import neo4j.exceptions
 
+from heapdb import settings
 from heapdb.db import Database, translate_errors
 from heapdb.errors import NotFound, ParameterError
 from heapdb.loader.store.schema import ensure_schema
@@ -86,7 +87,7 @@ def check_version(version: int | None) -> int | None:
 
 def default_author() -> str | None:
     """Who adds a rule set when ``--author`` is not given: ``HEAPDB_AUTHOR``, else ``USER``."""
-    return os.environ.get("HEAPDB_AUTHOR") or os.environ.get("USER") or None
+    return settings.AUTHOR.get() or os.environ.get("USER") or None
 
 
 def digest_of(text: str) -> str:

@@ -1,1 +1,1 @@
-"""Fuzzing the readers: structure-aware mutations of real seeds (see :mod:`tests.fuzz.engine`)."""
+"""Fuzzing the readers: structure-aware mutations of real seeds (see :mod:`heapgen.fuzz`)."""

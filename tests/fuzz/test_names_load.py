@@ -7,8 +7,10 @@ from pathlib import Path
 
 from heapdb.db import Database
 from heapdb.loader.formats.text import MAX_PATH_CHARS
+from heapgen.seeds import (
+    small_snapshot,
+)
 from tests.support.snapshots import load_snapshot
-from tests.test_v8_reader import small_snapshot
 
 ODD = ["Leaky\ud800", "nul\0inside", "bell\x07 esc\x1b[31m", "T" * (1 << 20)]
 

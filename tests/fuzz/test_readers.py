@@ -1,6 +1,6 @@
 """The bounded fuzz run of every reader (the long run is ``benchmarks/fuzz.py``), plus the drills' findings.
 
-Each example is one structure-aware mutation of a real seed (:mod:`tests.fuzz.engine`), judged by the
+Each example is one structure-aware mutation of a real seed (:mod:`heapgen.fuzz`), judged by the
 oracle: a valid graph or a FormatError with a location, definitely-corrupt input rejected, memory and
 time within the stated bounds. A few hundred examples per format, no Neo4j.
 """
@@ -25,9 +25,13 @@ from heapdb.loader.formats.snapbin.layout import CHUNK_FIELDS, FILE_HEADER
 from heapdb.loader.formats.text import MAX_PATH_CHARS, safe_strings
 from heapdb.loader.luau_heapgraph import heapgraph_files
 from heapdb.units import NAME_LIMIT
-from tests.fuzz.engine import FORMATS, _bomb_frame, make_case, memory_bound, run_case, seeds
-from tests.test_luau_reader import SAMPLE_ROOTS, dump_text, sample_objects
-from tests.test_v8_reader import small_snapshot
+from heapgen.fuzz import FORMATS, _bomb_frame, make_case, memory_bound, run_case, seeds
+from heapgen.seeds import (
+    SAMPLE_ROOTS,
+    dump_text,
+    sample_objects,
+    small_snapshot,
+)
 
 EXAMPLES = {"v8": 600, "luau": 600, "snapbin": 600, "hprof": 600}  # about 3 s each
 
@@ -220,7 +224,7 @@ def test_a_megabyte_type_name_makes_bounded_path_texts(tmp_path: Path) -> None:
     for i in range(n):
         edges = [("property", "next", i + 3)] if i + 1 < n else []
         rows.append(("object", 2 if i % 2 else 3, 5 + 2 * i, 16, edges))
-    from tests.test_v8_reader import snapshot_dict
+    from heapgen.seeds import snapshot_dict
 
     g = v8.read_graph(write(tmp_path, json.dumps(snapshot_dict(rows, strings))))
     paths = first_paths(g, analyze(g).retaining)

@@ -1,13 +1,11 @@
-"""Real V8 heap snapshots and memlab, for tests that need an independent oracle.
+"""memlab's view of real V8 heap snapshots, for tests that need an independent oracle; and the
+Node programs of :mod:`heapgen.node`, declared to need the ``node`` tier (tests/support/tiers.py).
 
-The Node tools live in ``tests/js`` (``package.json`` + ``package-lock.json`` pin memlab):
-
-- ``leak.js`` grows deliberate leaks and writes ``baseline`` / ``target`` / ``final`` snapshots;
-- ``memlab_oracle.js`` parses a snapshot with memlab and writes its per-node results.
+``memlab_oracle.js`` (in ``tests/js``) parses a snapshot with memlab and writes its per-node results.
 
 Typical use::
 
-    from tests.support.v8 import ensure_node_tools, write_leak_snapshots, run_memlab_oracle
+    from tests.support.v8 import write_leak_snapshots, run_memlab_oracle
 
     snapshots = write_leak_snapshots(tmp_path, sizes=(100, 200, 300))   # {"baseline": Path, ...}
     oracle = run_memlab_oracle(snapshots["final"])                       # a MemlabOracle
@@ -18,114 +16,36 @@ Session-scoped pytest fixtures wrapping these are in :mod:`tests.support.v8_fixt
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
 import json
 import os
-import shutil
-import subprocess
-import tempfile
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from heapgen import node
+from heapgen.node import JS_DIR, NodeToolsError, node_environment, run_node
 from tests.support.tiers import needs
 
-JS_DIR = Path(__file__).resolve().parent.parent / "js"
-LEAK_SCRIPT = JS_DIR / "leak.js"
+__all__ = [
+    "JS_DIR",
+    "MemlabOracle",
+    "NodeToolsError",
+    "ensure_node_tools",
+    "load_memlab_oracle",
+    "node_environment",
+    "run_memlab_oracle",
+    "write_closure_cache_snapshots",
+    "write_leak_snapshot",
+    "write_leak_snapshots",
+]
+
 ORACLE_SCRIPT = JS_DIR / "memlab_oracle.js"
-NPM_CI = ["npm", "ci", "--no-audit", "--no-fund"]
 
-# Node's default old-space limit is too small for memlab on the larger snapshots.
-NODE_MEMORY_FLAG = "--max-old-space-size=8192"
-
-
-class NodeToolsError(RuntimeError):
-    """node/npm are missing, the install failed, or a Node script exited with an error."""
-
-
-def node_environment() -> dict[str, str]:
-    """The environment for npm and node: never download a browser for puppeteer (memlab's dependency)."""
-    return {**os.environ, "PUPPETEER_SKIP_DOWNLOAD": "1"}
-
-
-@needs("node")
-def ensure_node_tools() -> Path:
-    """Install ``tests/js``'s locked npm dependencies if they are missing; return ``tests/js``.
-
-    Runs ``PUPPETEER_SKIP_DOWNLOAD=1 npm ci --no-audit --no-fund`` once; a file lock makes concurrent
-    test processes wait for one install instead of racing.
-    """
-    for tool in ("node", "npm"):
-        if shutil.which(tool) is None:
-            raise NodeToolsError(f"{tool} is not on PATH; the V8 tests need Node.js 18+ and npm")
-    marker = JS_DIR / "node_modules" / "memlab" / "package.json"
-    if marker.exists():
-        return JS_DIR
-    # The lock lives outside tests/js: npm ci empties node_modules, and the repo should stay clean.
-    lock_path = Path(tempfile.gettempdir()) / f"heapdb-npm-{hashlib.sha1(str(JS_DIR).encode()).hexdigest()[:12]}.lock"
-    with open(lock_path, "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not marker.exists():
-            done = subprocess.run(NPM_CI, cwd=JS_DIR, env=node_environment(), capture_output=True, text=True)
-            if done.returncode != 0:
-                raise NodeToolsError(f"{' '.join(NPM_CI)} failed in {JS_DIR}:\n{done.stderr[-4000:]}")
-    return JS_DIR
-
-
-@needs("node")
-def _run_node(args: Sequence[str], what: str, timeout: float) -> str:
-    done = subprocess.run(
-        ["node", NODE_MEMORY_FLAG, *args],
-        cwd=JS_DIR,
-        env=node_environment(),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    if done.returncode != 0:
-        raise NodeToolsError(f"{what} failed (exit {done.returncode}):\n{done.stderr[-4000:]}")
-    return done.stdout
-
-
-@needs("node")
-def write_leak_snapshots(
-    out_dir: str | os.PathLike[str], sizes: Sequence[int] = (200,), timeout: float = 600
-) -> dict[str, Path]:
-    """Run ``leak.js`` and return its snapshots by label.
-
-    Each size grows the leaks by that many units before the next snapshot; the labels are
-    ``baseline``, ``target``, ``final`` (then ``step-3``...). A unit is one cached class instance with
-    a closure, one event listener holding a buffer and one registry entry: about 1.6 KB of snapshot
-    file, so 135,000 units give a ~210 MB snapshot (on Node 20).
-    """
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    stdout = _run_node([str(LEAK_SCRIPT), str(out), *(str(int(s)) for s in sizes)], "leak.js", timeout)
-    snapshots = {}
-    for line in stdout.splitlines():
-        record = json.loads(line)
-        snapshots[record["label"]] = Path(record["path"])
-    return snapshots
-
-
-@needs("node")
-def write_closure_cache_snapshots(out_dir: str | os.PathLike[str], first: int, leaked: int) -> dict[str, Path]:
-    """Run ``closure_cache.js``: ``leaked`` Session instances held by closures in a cache, between
-    a baseline of ``first`` and a final snapshot that leaks nothing more. Snapshots by label."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    script = LEAK_SCRIPT.with_name("closure_cache.js")
-    stdout = _run_node([str(script), str(out), str(int(first)), str(int(leaked))], "closure_cache.js", 120)
-    return {record["label"]: Path(record["path"]) for record in map(json.loads, stdout.splitlines())}
-
-
-@needs("node")
-def write_leak_snapshot(out_dir: str | os.PathLike[str], size: int = 200) -> Path:
-    """One leak snapshot (``baseline``) with ``size`` leak units."""
-    return write_leak_snapshots(out_dir, (size,))["baseline"]
+ensure_node_tools = needs("node")(node.ensure_node_tools)
+write_leak_snapshots = needs("node")(node.write_leak_snapshots)
+write_leak_snapshot = needs("node")(node.write_leak_snapshot)
+write_closure_cache_snapshots = needs("node")(node.write_closure_cache_snapshots)
 
 
 @dataclass
@@ -182,5 +102,5 @@ def run_memlab_oracle(
     ensure_node_tools()
     snapshot = Path(snapshot)
     out_path = Path(out) if out is not None else snapshot.with_name(snapshot.name + ".memlab")
-    _run_node([str(ORACLE_SCRIPT), str(snapshot), str(out_path)], f"memlab_oracle.js on {snapshot}", timeout)
+    run_node([str(ORACLE_SCRIPT), str(snapshot), str(out_path)], f"memlab_oracle.js on {snapshot}", timeout)
     return load_memlab_oracle(out_path)

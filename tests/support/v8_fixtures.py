@@ -1,7 +1,7 @@
 """Session-scoped pytest fixtures for real V8 snapshots and memlab (see :mod:`tests.support.v8`).
 
-Import them in ``tests/conftest.py``. Everything is created once per test run under pytest's
-temporary directory:
+Import them in ``tests/conftest.py``. Everything is created once per test run, however many
+workers run it (:mod:`tests.support.once`):
 
 - ``node_tools``: ``tests/js`` with its npm dependencies installed (``npm ci`` on demand);
 - ``leak_snapshots``: ``{"baseline", "target", "final"}`` → paths of three snapshots of ``leak.js``
@@ -19,8 +19,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.once import exclusive, once
 from tests.support.tiers import needs
-from tests.support.v8 import MemlabOracle, ensure_node_tools, run_memlab_oracle, write_leak_snapshots
+from tests.support.v8 import (
+    MemlabOracle,
+    ensure_node_tools,
+    load_memlab_oracle,
+    run_memlab_oracle,
+    write_leak_snapshots,
+)
 
 LEAK_SIZES = (100, 200, 300)
 
@@ -47,7 +54,10 @@ def node_tools() -> Path:
 
 @pytest.fixture(scope="session")
 def leak_snapshots(tmp_path_factory: pytest.TempPathFactory, node_tools: Path) -> dict[str, Path]:
-    return write_leak_snapshots(tmp_path_factory.mktemp("v8-leak"), LEAK_SIZES)
+    def make(directory: Path) -> dict[str, str]:
+        return {label: str(path) for label, path in write_leak_snapshots(directory, LEAK_SIZES).items()}
+
+    return {label: Path(path) for label, path in once(tmp_path_factory, "v8-leak", make).items()}
 
 
 @pytest.fixture(scope="session")
@@ -62,7 +72,14 @@ def memlab_oracle(node_tools: Path) -> Callable[[str | os.PathLike[str]], Memlab
     def oracle(snapshot: str | os.PathLike[str]) -> MemlabOracle:
         key = Path(snapshot).resolve()
         if key not in cache:
-            cache[key] = run_memlab_oracle(key)
+            # memlab writes its answer beside the snapshot: another worker may have made it already.
+            answer = key.with_name(key.name + ".memlab")
+            with exclusive(key.with_name(key.name + ".memlab.lock")):
+                if not answer.exists():
+                    partial = answer.with_name(answer.name + ".partial")  # never read half written
+                    run_memlab_oracle(key, partial)
+                    partial.rename(answer)
+            cache[key] = load_memlab_oracle(answer)
         return cache[key]
 
     return oracle

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from heapdb.loader.formats.snapbin.assemble import read_graph
 from heapdb.loader.formats.snapbin.from_graph import write_graph
-from heapdb.loader.formats.snapbin.layout import MAGIC, MAJOR, MINOR, NAME, MetaValue, sniff
+from heapdb.loader.formats.snapbin.layout import MAGIC, MAJOR, MINOR, MetaValue, sniff
 from heapdb.loader.formats.snapbin.reader import iter_records
 from heapdb.loader.formats.snapbin.records import (
     Header,
@@ -39,7 +39,6 @@ from heapdb.loader.formats.snapbin.writer import Ref, SnapbinWriter
 from heapdb.loader.graph import EdgeKind
 
 __all__ = [
-    "NAME",
     "MAGIC",
     "MAJOR",
     "MINOR",

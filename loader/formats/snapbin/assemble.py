@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from heapdb.errors import FormatError
-from heapdb.loader.formats.snapbin.layout import MAJOR, MAX_NODE_KINDS, NAME, MetaValue
+from heapdb.loader.formats import SNAPBIN
+from heapdb.loader.formats.snapbin.layout import MAJOR, MAX_NODE_KINDS, MetaValue
 from heapdb.loader.formats.snapbin.reader import iter_records
 from heapdb.loader.formats.snapbin.records import Header, Metadata, ObjectNames, Objects, Record, Roots, Strings, Types
 from heapdb.loader.graph import ROOT_NAME, SYNTHETIC_KIND, EdgeKind, HeapGraph, root_kind_node_name
@@ -143,7 +144,7 @@ class _Accumulator:
         node_name[n:] = synthetic_names
 
         meta: dict[str, Any] = dict(self.meta)
-        meta.update(format=NAME, format_version=f"{MAJOR}.{self.minor}")
+        meta.update(format=SNAPBIN.name, format_version=f"{MAJOR}.{self.minor}")
         graph = HeapGraph(
             ids=ids,
             kind=node_kind,

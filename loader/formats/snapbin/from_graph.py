@@ -9,7 +9,8 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from heapdb.loader.formats.snapbin.layout import NAME, NUMERIC_KINDS, MetaValue
+from heapdb.loader.formats import SNAPBIN
+from heapdb.loader.formats.snapbin.layout import NUMERIC_KINDS, MetaValue
 from heapdb.loader.formats.snapbin.writer import SnapbinWriter
 from heapdb.loader.graph import ROOT_NAME, SYNTHETIC_KIND, HeapGraph, root_kind_from_node_name
 
@@ -112,7 +113,7 @@ def _meta_for_file(meta: Mapping[str, Any]) -> dict[str, MetaValue]:
             out[key] = value.item()
         else:
             out[key] = json.dumps(value, default=str)
-    if meta.get("format") and meta.get("format") != NAME:
+    if meta.get("format") and meta.get("format") != SNAPBIN.name:
         out.setdefault("source_format", str(meta["format"]))
     return out
 

@@ -14,8 +14,6 @@ import numpy as np
 
 from heapdb.loader.graph import NUMERIC_NAME_KINDS, EdgeKind
 
-NAME = "snapbin"
-
 MAGIC = b"\x89SNAPBIN"
 MAJOR = 1
 MINOR = 0

@@ -43,7 +43,7 @@ Mapping onto the graph contract:
   ``"Detached <name>"`` as in DevTools.
 
 The package: this module is the reader (it walks the file and assembles the graph; the format's
-interface, ``NAME``/``sniff``/``read_graph``, and its tunable ``CHUNK_BYTES`` live here), the numba
+interface, ``sniff``/``read_graph``, and its tunable ``CHUNK_BYTES`` live here), the numba
 kernels it drives are in :mod:`.scan`, run over each chunk of an integer array in one part per core
 by :mod:`.parts`, the header check in :mod:`.header`, the DevTools class names in
 :mod:`.classes`, the source locations and allocation traces in :mod:`.traces`.
@@ -61,6 +61,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from heapdb.errors import FormatError
+from heapdb.loader.formats import V8
 from heapdb.loader.formats.text import safe_strings
 from heapdb.loader.formats.v8.classes import class_names
 from heapdb.loader.formats.v8.header import REQUIRED_EDGE_FIELDS, parse_header
@@ -87,8 +88,6 @@ from heapdb.loader.graph import EdgeKind, HeapGraph
 
 if TYPE_CHECKING:
     from heapdb.progress import ByteProgress
-
-NAME = "v8"
 
 CHUNK_BYTES = 8 << 20
 
@@ -473,7 +472,11 @@ class _SnapshotReader:
             node_kinds=list(node_types),
             root=meta["root"],
             detachedness=detachedness,
-            meta={"format": NAME, "v8_meta": meta["header"].get("meta", {}), "v8_edge_types": list(meta["edge_types"])},
+            meta={
+                "format": V8.name,
+                "v8_meta": meta["header"].get("meta", {}),
+                "v8_edge_types": list(meta["edge_types"]),
+            },
         )
         trace_ids = nodes["trace"] if "trace_node_id" in meta["node_fields"] else None
         read_sources(self.path, graph, meta["header"]["meta"], len(meta["node_fields"]), self.sources, trace_ids)

@@ -413,14 +413,14 @@ def _allocations(
     trace = np.full(node_count, -1, dtype=np.int32)
     has = np.flatnonzero(trace_ids)  # 0: no recorded allocation
     at = np.searchsorted(sorted_ids, trace_ids[has])
-    at_clipped = np.minimum(at, max(sorted_ids.shape[0] - 1, 0))
-    missing = (at >= sorted_ids.shape[0]) | (sorted_ids[at_clipped] != trace_ids[has])
+    missing = at >= sorted_ids.shape[0]  # past the largest id (every one, when the tree is empty)
+    missing[~missing] = sorted_ids[at[~missing]] != trace_ids[has][~missing]
     if missing.any():
         k = int(has[int(np.argmax(missing))])
         raise FormatError(
             path, f"node {k}'s trace_node_id {int(trace_ids[k])} is not a node of 'trace_tree'", record="nodes"
         )
-    trace[has] = order[at_clipped].astype(np.int32)
+    trace[has] = order[at].astype(np.int32)
     # V8 writes function lines and columns 1-based, 0 when unknown: kept 0-based, -1 when unknown.
     return AllocationTraces(
         trace=trace,

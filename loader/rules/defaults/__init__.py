@@ -11,6 +11,7 @@ from functools import cache
 from importlib import resources
 
 from heapdb.errors import RuleError
+from heapdb.loader.formats import named
 from heapdb.loader.graph import HeapGraph
 from heapdb.loader.rules.model import RuleSet
 from heapdb.loader.rules.parse import parse_rules
@@ -19,10 +20,11 @@ RUNTIMES = ("v8", "luau", "python")
 
 
 def runtime_of(graph: HeapGraph) -> str | None:
-    """Which default rule set a snapshot gets: by its format, and for snap.bin by its runtime."""
-    format_name = str(graph.meta.get("format", ""))
-    if format_name in ("v8", "luau"):
-        return format_name
+    """Which default rule set a snapshot gets: the one its format declares, else the one its runtime
+    names (snap.bin)."""
+    declared = named(graph.meta.get("format"))
+    if declared is not None and declared.default_rules is not None:
+        return declared.default_rules
     runtime = str(graph.meta.get("runtime", "")).lower()
     return runtime if runtime in RUNTIMES else None
 

@@ -1,4 +1,4 @@
-"""Synthetic heaps for benchmarks: N objects, M references, shaped like a real heap.
+"""Synthetic heaps for benchmarks and tests: N objects, M references, shaped like a real heap.
 
 The shape, all drawn with numpy from one seed (no Python object per heap object):
 
@@ -10,13 +10,13 @@ The shape, all drawn with numpy from one seed (no Python object per heap object)
 - self sizes are 16 bytes plus a geometric number of words; types follow a Zipf law over 64 names;
 - the root layout is snap.bin's: ``(root)`` over one ``(global roots)`` node holding a few objects.
 
-Library use (the Neo4j loader benchmark reuses it)::
+Library use (benchmarks and tests share it)::
 
-    from benchmarks.synth import synth_graph, write_snapbin
+    from heapgen.synth import synth_graph, write_snapbin
     graph = synth_graph(1_000_000, 4_000_000, seed=0)
     write_snapbin(graph, "heap-1m.snap.bin")
 
-Command line: ``python -m benchmarks.synth OUT.snap.bin --objects 1000000 --references 4000000``.
+Command line: ``python -m heapgen.synth OUT.snap.bin --objects 1000000 --references 4000000``.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from html import escape
 
 from markupsafe import Markup
 
-from heapdb.service.treemap import hue
+from heapdb.renderers.treemap import hue
 from heapdb.units import human_bytes
 
 WIDTH, HEIGHT = 720, 240  # the drawing's user units; it scales to the page's width

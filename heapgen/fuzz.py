@@ -1,7 +1,8 @@
 """A structure-aware fuzzer for heapdb's readers: seeds, mutations, and the oracle every case must meet.
 
-Seeds are the small snapshots the reader tests build (a V8 ``.heapsnapshot``, a Luau dump, and both
-as snap.bin, compressed and not; hprof dumps from ``tests/support/hprof_writer.py``). A mutation knows its format:
+Seeds are the small snapshots of :mod:`heapgen.seeds` that the reader tests read too (a V8
+``.heapsnapshot``, a Luau dump, and both as snap.bin, compressed and not; hprof dumps). A mutation
+knows its format:
 
 - JSON (V8, Luau): values anywhere in the parsed document replaced by extreme numbers, wrong shapes
   (a string where a list belongs), nesting thousands deep, lone surrogates, NUL and control
@@ -42,6 +43,7 @@ from typing import Any
 
 from heapdb.errors import FormatError
 from heapdb.loader.formats.snapbin.layout import CHUNK_FIELDS, CHUNK_HEADER, FILE_HEADER, MAX_EXPANSION
+from heapgen.seeds import SAMPLE_ROOTS, dump_text, random_dump, sample_objects, small, small_snapshot, traced_snapshot
 
 FORMATS = ("v8", "luau", "snapbin", "hprof")
 
@@ -104,18 +106,11 @@ class Outcome:
 @cache
 def seeds(fmt: str) -> tuple[bytes, ...]:
     """The unmutated inputs of one format."""
-    from tests.test_luau_reader import SAMPLE_ROOTS, dump_text, sample_objects
-    from tests.test_v8_reader import small_snapshot
-
-    if fmt == "v8":
-        from tests.test_locations import traced_snapshot  # with source locations and allocation traces
-
+    if fmt == "v8":  # the second with source locations and allocation traces
         return (json.dumps(small_snapshot()).encode(), json.dumps(traced_snapshot()).encode())
     if fmt == "luau":
         return (dump_text(sample_objects(), SAMPLE_ROOTS).encode(),)
     if fmt == "hprof":
-        from tests.test_hprof import random_dump, small
-
         out_hprof = [small(4)[0].to_bytes(segment_records=2), small(8)[0].to_bytes()]
         out_hprof.append(random_dump(random.Random(3), 4, True)[0])
         return tuple(out_hprof)

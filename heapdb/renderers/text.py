@@ -1,4 +1,4 @@
-"""Answers as text for a terminal (the graph answers are drawn by :mod:`heapdb.drawing`).
+"""Answers as text for a terminal (the graph answers are drawn by :mod:`heapdb.renderers.drawing`).
 
 Names come straight from the heap (any text at all), so control characters are shown as escapes,
 and every name or type in a text or a drawing's label is cut (an ellipsis marks the cut): names to
@@ -218,7 +218,7 @@ def object_diff_text(answer: ObjectDiff) -> str:
 
 def growth_flamegraph(answer: Diff) -> str | None:
     """A diff by path as a flame graph of what grew (width = bytes); None when nothing grew."""
-    from heapdb.flamegraph import build_tree, render_svg
+    from heapdb.renderers.flamegraph import build_tree, render_svg
 
     grown = [(c.hops, c.size_delta, max(c.count_delta, 0)) for c in answer.changes if c.size_delta > 0]
     if not grown:

@@ -1,7 +1,7 @@
 """The gate's answers for people and CI systems: text (:func:`gate_text`, :func:`history_text`,
 :func:`signatures_text`), JUnit XML (test results) and Markdown (a job summary).
 
-They live here rather than in :mod:`heapdb.render`: they are one feature's renderers, and the CLI
+They live here rather than in :mod:`heapdb.renderers.text`: they are one feature's renderers, and the CLI
 imports them only when a gate command runs.
 
 JUnit XML is written with :mod:`xml.etree.ElementTree`, which escapes every text and attribute, so
@@ -17,7 +17,7 @@ import re
 import xml.etree.ElementTree as ET
 
 from heapdb.queries.results import GateFinding, GateReport, SignatureHistory
-from heapdb.render import _signed, short_name, why_command
+from heapdb.renderers.text import _signed, short_name, why_command
 from heapdb.units import NAME_LIMIT, human_bytes
 
 SUITE = "heapdb gate"

@@ -2,7 +2,7 @@
 
 Each answer becomes a :class:`Figure`, a small list of nodes and edges, which :func:`dot` writes out.
 Labels carry the object's type, name, id, sizes in human units and source location, cut as
-:mod:`heapdb.render` cuts them; the root is drawn as a grey house, the object asked about in red.
+:mod:`heapdb.renderers.text` cuts them; the root is drawn as a grey house, the object asked about in red.
 Every label is escaped for DOT (names come straight from the heap: any text at all).
 """
 
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from heapdb.loader.graph import ROOT_NAME
 from heapdb.loader.sources import FRAME_SEPARATOR
 from heapdb.queries.results import DominatorChain, ObjectInfo, Retains, WhyAlive
-from heapdb.render import reference_label, short_location, short_name
+from heapdb.renderers.text import reference_label, short_location, short_name
 from heapdb.units import NAME_LIMIT, human_bytes
 
 

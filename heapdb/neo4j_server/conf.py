@@ -1,0 +1,64 @@
+"""The ``neo4j.conf`` heapdb writes from its settings at every start, and whether the running
+instance started with other settings."""
+
+from __future__ import annotations
+
+from heapdb import config
+from heapdb.neo4j_server.layout import paths
+
+# Transaction logs. Snapshots can be loaded again from their files, so the logs serve only crash
+# recovery: nothing is kept beyond what recovery needs, a checkpoint follows every 256 MiB of log
+# (Community's VOLUME policy; the default waits 15 minutes or 100,000 transactions, several GB into a
+# load) and files rotate every 128 MiB, so that the files before a checkpoint can go. A load then
+# keeps well under 1 GB of logs on disk (docs/operations.md has the figures).
+TX_LOG_SETTINGS = (
+    "db.checkpoint=VOLUME",
+    "db.checkpoint.interval.volume=256m",
+    "db.tx_log.rotation.size=128m",
+    "db.tx_log.rotation.retention_policy=keep_none",
+    "db.tx_log.preallocate=false",
+)
+
+
+def conf_text(settings: config.ManagedSettings) -> str:
+    """neo4j.conf: loopback only, auth on, usage reporting off, memory from the settings, short logs."""
+    p = paths()
+    lines = [
+        "# Written by heapdb at every start from its config file; edit that instead.",
+        "server.default_listen_address=127.0.0.1",
+        "server.default_advertised_address=127.0.0.1",
+        f"server.bolt.listen_address=127.0.0.1:{settings.bolt_port}",
+        f"server.bolt.advertised_address=127.0.0.1:{settings.bolt_port}",
+        f"server.http.listen_address=127.0.0.1:{settings.http_port}",
+        f"server.http.advertised_address=127.0.0.1:{settings.http_port}",
+        "server.https.enabled=false",
+        "dbms.security.auth_enabled=true",
+        "dbms.usage_report.enabled=false",
+        f"server.memory.heap.initial_size={settings.heap}",
+        f"server.memory.heap.max_size={settings.heap}",
+        f"server.memory.pagecache.size={settings.pagecache}",
+        *TX_LOG_SETTINGS,
+        f"server.directories.data={p.data}",
+        f"server.directories.logs={p.logs}",
+        f"server.directories.import={p.import_dir}",
+        f"server.directories.plugins={p.plugins}",
+        f"server.directories.run={p.pid_file.parent}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def write_conf(settings: config.ManagedSettings) -> None:
+    """Write neo4j.conf (see :func:`conf_text`); it applies at the next start."""
+    p = paths()
+    p.conf_dir.mkdir(parents=True, exist_ok=True)
+    (p.conf_dir / "neo4j.conf").write_text(conf_text(settings))
+
+
+def settings_pending() -> bool:
+    """Whether the running instance started with other settings than a start now would write."""
+    p = paths()
+    try:
+        started = p.started_conf.read_text()
+    except FileNotFoundError:
+        return True  # started by a heapdb from before this file was written
+    return started != conf_text(config.managed_settings())

@@ -1,0 +1,346 @@
+"""The hprof reader's numba kernels: walking the top-level records and the heap-dump sub-records into
+flat arrays (count, then fill), resolving object ids through snap.bin's id table, writing every
+object's references straight into the graph's CSR arrays, and finding each object's stack trace.
+
+The reader (:mod:`heapdb.loader.formats.hprof`) drives them and turns the error codes they record
+(:data:`~heapdb.loader.formats.hprof.layout.ERRORS`) into messages.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from heapdb.loader.formats.hprof.layout import (
+    ST_CLASSES,
+    ST_DANGLING,
+    ST_ERROR,
+    ST_ERROR_AT,
+    ST_HEAP,
+    ST_HEAPS,
+    ST_OBJECTS,
+    ST_ROOTS,
+)
+from heapdb.loader.formats.snapbin.ids import _FIBONACCI
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _u4(buf, pos):
+    return (
+        (np.int64(buf[pos]) << 24)
+        | (np.int64(buf[pos + 1]) << 16)
+        | (np.int64(buf[pos + 2]) << 8)
+        | np.int64(buf[pos + 3])
+    )
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _id(buf, pos, id_size):
+    value = np.uint64(0)
+    for k in range(id_size):
+        value = (value << np.uint64(8)) | np.uint64(buf[pos + k])
+    return np.int64(value)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _type_size(code, id_size):
+    if code == 2:
+        return id_size
+    if code == 4 or code == 8:
+        return 1
+    if code == 5 or code == 9:
+        return 2
+    if code == 6 or code == 10:
+        return 4
+    if code == 7 or code == 11:
+        return 8
+    return -1
+
+
+@numba.njit(cache=True, nogil=True)
+def scan_records(buf, start, fill, tags, offsets, lengths):
+    """Walk the top-level records from ``start``; count (``fill`` 0) or store the ones kept.
+
+    Returns ``(count, error_at)``; ``error_at`` is -1, or the offset of a record that runs past the end.
+    """
+    end = buf.shape[0]
+    pos = start
+    count = 0
+    while pos < end:
+        if pos + 9 > end:
+            return count, pos
+        tag = buf[pos]
+        length = _u4(buf, pos + 5)
+        body = pos + 9
+        if body + length > end:
+            return count, pos
+        if tag == 0x01 or tag == 0x02 or tag == 0x04 or tag == 0x05 or tag == 0x0C or tag == 0x1C or tag == 0x2C:
+            if fill:
+                tags[count] = tag
+                offsets[count] = body
+                lengths[count] = length
+            count += 1
+        pos = body + length
+    return count, -1
+
+
+@numba.njit(cache=True, nogil=True)
+def walk_heap(
+    buf, start, end, id_size, fill, st, obj_id, obj_kind, obj_class, obj_off, obj_len, obj_heap, obj_rec,
+    root_kind, root_id, root_thread, root_frame, class_off, class_len, heap_type, heap_name, root_codes,
+):  # fmt: skip
+    """Walk the sub-records of one heap-dump record ``buf[start:end]``, counting or storing rows.
+
+    ``root_thread`` and ``root_frame``: the two u4 after the id of a JNI local, Java frame or thread
+    root (thread serial and frame number, or thread serial and stack trace serial), else 0."""
+    pos = start
+    n_obj = st[ST_OBJECTS]
+    n_root = st[ST_ROOTS]
+    n_class = st[ST_CLASSES]
+    n_heap = st[ST_HEAPS]
+    heap = st[ST_HEAP]
+    while pos < end:
+        rec = pos
+        tag = np.int64(buf[pos])
+        pos += 1
+        code = root_codes[tag]
+        if code >= 0:
+            extra = 0
+            if tag == 0x01:
+                extra = id_size
+            elif tag == 0x02 or tag == 0x03 or tag == 0x08 or tag == 0x8E:
+                extra = 8
+            elif tag == 0x04 or tag == 0x06:
+                extra = 4
+            if pos + id_size + extra > end:
+                st[ST_ERROR] = 1
+                st[ST_ERROR_AT] = rec
+                break
+            if fill:
+                root_kind[n_root] = code
+                root_id[n_root] = _id(buf, pos, id_size)
+                if tag == 0x02 or tag == 0x03 or tag == 0x08:
+                    root_thread[n_root] = _u4(buf, pos + id_size)
+                    root_frame[n_root] = _u4(buf, pos + id_size + 4)
+            n_root += 1
+            pos += id_size + extra
+        elif tag == 0xFE:  # Android HEAP_DUMP_INFO: u4 heap type, id of its name
+            if pos + 4 + id_size > end:
+                st[ST_ERROR] = 1
+                st[ST_ERROR_AT] = rec
+                break
+            heap = _u4(buf, pos) & 0xFF
+            if fill:
+                heap_type[n_heap] = heap
+                heap_name[n_heap] = _id(buf, pos + 4, id_size)
+            n_heap += 1
+            pos += 4 + id_size
+        elif tag == 0x20:  # CLASS_DUMP
+            p = pos + 7 * id_size + 8  # class, stack serial, super, loader, signers, domain, 2 reserved, instance size
+            if p + 2 > end:
+                st[ST_ERROR] = 1
+                st[ST_ERROR_AT] = rec
+                break
+            bad = False
+            entries = (np.int64(buf[p]) << 8) | np.int64(buf[p + 1])
+            p += 2
+            for _ in range(entries):  # constant pool: u2 index, u1 type, value
+                if p + 3 > end:
+                    bad = True
+                    break
+                size = _type_size(buf[p + 2], id_size)
+                if size < 0:
+                    st[ST_ERROR] = 3
+                    st[ST_ERROR_AT] = p + 2
+                    bad = True
+                    break
+                p += 3 + size
+            if not bad:
+                for section in range(2):  # statics: id name, u1 type, value; fields: id name, u1 type
+                    if p + 2 > end:
+                        bad = True
+                        break
+                    entries = (np.int64(buf[p]) << 8) | np.int64(buf[p + 1])
+                    p += 2
+                    for _ in range(entries):
+                        if p + id_size + 1 > end:
+                            bad = True
+                            break
+                        size = _type_size(buf[p + id_size], id_size)
+                        if size < 0:
+                            st[ST_ERROR] = 3
+                            st[ST_ERROR_AT] = p + id_size
+                            bad = True
+                            break
+                        p += id_size + 1 + (size if section == 0 else 0)
+                    if bad:
+                        break
+            if bad or p > end:
+                if st[ST_ERROR] == 0:
+                    st[ST_ERROR] = 1
+                    st[ST_ERROR_AT] = rec
+                break
+            if fill:
+                class_off[n_class] = rec
+                class_len[n_class] = p - rec
+            n_class += 1
+            pos = p
+        elif tag == 0x21 or tag == 0x22 or tag == 0x23 or tag == 0xC3:
+            # instance: id, u4 stack, id class, u4 length; object array: id, u4 stack, u4 length, id
+            # class; primitive arrays: id, u4 stack, u4 length, u1 type.
+            head = 2 * id_size + 8 if tag == 0x21 or tag == 0x22 else id_size + 9
+            if pos + head > end:
+                st[ST_ERROR] = 1
+                st[ST_ERROR_AT] = rec
+                break
+            oid = _id(buf, pos, id_size)
+            count = _u4(buf, pos + id_size + 4)
+            cls = np.int64(0)
+            if tag == 0x21:
+                cls = _id(buf, pos + id_size + 4, id_size)
+                count = _u4(buf, pos + 2 * id_size + 4)
+                data = count
+                kind = 1
+            elif tag == 0x22:
+                cls = _id(buf, pos + id_size + 8, id_size)
+                data = count * id_size
+                kind = 2
+            else:
+                esize = _type_size(buf[pos + id_size + 8], id_size)
+                if esize < 0 or buf[pos + id_size + 8] == 2:
+                    st[ST_ERROR] = 3
+                    st[ST_ERROR_AT] = pos + id_size + 8
+                    break
+                cls = np.int64(buf[pos + id_size + 8])  # the element type code
+                data = count * esize if tag == 0x23 else 0
+                kind = 3
+            if pos + head + data > end:
+                st[ST_ERROR] = 1
+                st[ST_ERROR_AT] = rec
+                break
+            if fill:
+                obj_id[n_obj] = oid
+                obj_kind[n_obj] = kind
+                obj_class[n_obj] = cls
+                obj_off[n_obj] = pos + head
+                obj_len[n_obj] = count
+                obj_heap[n_obj] = heap
+                obj_rec[n_obj] = rec
+            n_obj += 1
+            pos += head + data
+        else:
+            st[ST_ERROR] = 2
+            st[ST_ERROR_AT] = rec
+            break
+    st[ST_OBJECTS] = n_obj
+    st[ST_ROOTS] = n_root
+    st[ST_CLASSES] = n_class
+    st[ST_HEAPS] = n_heap
+    st[ST_HEAP] = heap
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _probe(keys, slots, bits, key):
+    """The node index of ``key`` in an :class:`IdIndex` table (its layout and hash), or -1."""
+    mask = (1 << bits) - 1
+    j = np.int64((np.uint64(key) * _FIBONACCI) >> np.uint64(64 - bits))
+    while True:
+        slot = slots[j]
+        if slot == -1:
+            return -1
+        if keys[j] == key:
+            return slot
+        j = (j + 1) & mask
+
+
+@numba.njit(cache=True, nogil=True)
+def resolve_ids(keys, slots, bits, wanted, out):
+    """``out[k]``: the node index of object id ``wanted[k]``, -1 for null or an id no object has."""
+    for k in range(wanted.shape[0]):
+        out[k] = _probe(keys, slots, bits, wanted[k]) if wanted[k] != 0 else -1
+
+
+@numba.njit(cache=True, nogil=True)
+def object_edges(
+    buf, id_size, fill, st, first_node, obj_kind, obj_class_index, obj_off, obj_len, obj_rec,
+    lay_start, lay_off, lay_name, lay_weak, field_bytes, keys, slots, bits, first_class, class_label,
+    base, edge_to, edge_kind, edge_name, counts,
+):  # fmt: skip
+    """Every object's references, in node order: ``<class>`` first, then an instance's object fields
+    (through its class's layout) or an object array's elements. Counts them (``fill`` false) or
+    writes them from ``base`` on, with each object's count in ``counts``.
+
+    Targets are resolved through the id table; null ids have no edge, ids no object has are counted
+    in ``st[ST_DANGLING]``. ``lay_weak`` marks a weak ``referent``: its edge is ``EdgeKind.WEAK``.
+    """
+    m = base
+    dangling = 0
+    for i in range(obj_kind.shape[0]):
+        k = obj_kind[i]
+        c = obj_class_index[i]
+        first = m
+        if c >= 0:
+            if fill:
+                edge_to[m] = first_class + c
+                edge_kind[m] = 3
+                edge_name[m] = class_label
+            m += 1
+        if k == 1 and c >= 0:
+            if field_bytes[c] != obj_len[i]:
+                st[ST_ERROR] = 4
+                st[ST_ERROR_AT] = obj_rec[i]
+                return m - base
+            at = obj_off[i]
+            for f in range(lay_start[c], lay_start[c + 1]):
+                target = _id(buf, at + lay_off[f], id_size)
+                if target != 0:
+                    t = _probe(keys, slots, bits, target)
+                    if t < 0:
+                        dangling += 1
+                    else:
+                        if fill:
+                            edge_to[m] = t
+                            edge_kind[m] = 6 if lay_weak[f] else 2
+                            edge_name[m] = lay_name[f]
+                        m += 1
+        elif k == 2:
+            at = obj_off[i]
+            for e in range(obj_len[i]):
+                target = _id(buf, at + e * id_size, id_size)
+                if target != 0:
+                    t = _probe(keys, slots, bits, target)
+                    if t < 0:
+                        dangling += 1
+                    else:
+                        if fill:
+                            edge_to[m] = t
+                            edge_kind[m] = 1
+                            edge_name[m] = e
+                        m += 1
+        if fill:
+            counts[first_node + i] = m - first
+    st[ST_DANGLING] = dangling
+    return m - base
+
+
+@numba.njit(cache=True, nogil=True)
+def object_traces(buf, obj_rec, id_size, serials, out):
+    """``out[i]``: where object ``i``'s stack trace serial (the u4 after the tag and id of each object
+    record) is in the ascending ``serials``, else -1. Returns how many objects name one."""
+    found = 0
+    k = serials.shape[0]
+    for i in range(obj_rec.shape[0]):
+        s = _u4(buf, obj_rec[i] + 1 + id_size)
+        lo, hi = 0, k
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if serials[mid] < s:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo < k and serials[lo] == s:
+            out[i] = lo
+            found += 1
+        else:
+            out[i] = -1
+    return found

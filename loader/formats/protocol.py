@@ -1,0 +1,73 @@
+"""What a snapshot format is to heapdb: one frozen :class:`Format` declaring its name, how its
+content is recognised, the module that reads it, and the traits the later stages ask it about.
+
+A format's traits are declared here, with the format, and nowhere else: whether its object ids
+are addresses (comparisons by id then warn), which retention rules its analysis follows
+(:class:`Semantics`), and which of heapdb's default rule sets its snapshots get. Later stages look a
+format up by the name a graph or a stored snapshot carries (:func:`heapdb.loader.formats.named`)
+and read the trait, never compare format names themselves.
+
+The reader is named as a module, imported on first use: the V8 and hprof readers pull in numba (a
+quarter of a second and 60 MiB), which a question about a stored snapshot must not pay to learn
+whether its ids are addresses.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING, Protocol, cast
+
+from heapdb.loader.graph import HeapGraph
+
+if TYPE_CHECKING:
+    from heapdb.progress import ByteProgress
+
+
+class Semantics(StrEnum):
+    """Which rules decide what retains what (:func:`heapdb.loader.analysis.analyze`)."""
+
+    GENERIC = "generic"  # weak/shortcut/self-edge rules only; unreachable objects stay detached
+    V8 = "v8"  # memlab's rules, number for number (page ownership, orphans hung under the root)
+
+
+class Reader(Protocol):
+    """The module (or package) that reads a format."""
+
+    def sniff(self, head: bytes) -> bool:
+        """Whether the first bytes of a file are this format."""
+        ...
+
+    def read_graph(self, path: str | os.PathLike[str], on_bytes: ByteProgress | None = None) -> HeapGraph:
+        """The whole snapshot as arrays. ``on_bytes`` is called with the number of bytes consumed
+        since its last call, for progress bars. Errors in the file are a ``FormatError`` with the
+        offset."""
+        ...
+
+
+@dataclass(frozen=True)
+class Format:
+    """One snapshot format heapdb reads."""
+
+    name: str  # what the reader writes in ``graph.meta["format"]`` and a load stores as the snapshot's format
+    reader: str  # the module implementing :class:`Reader`, imported on first use
+    described: str  # how the error for an unknown file names what it expected: "a V8 .heapsnapshot"
+    ids_are_addresses: bool  # a later object may get a freed object's id: matching by id is a guess
+    semantics: Semantics  # the retention rules its analysis follows by default
+    # The default rule set (heapdb.loader.rules.defaults) its snapshots get; None: the one the
+    # snapshot's ``runtime`` names, if any (a snap.bin file says which runtime wrote it).
+    default_rules: str | None
+
+    def module(self) -> Reader:
+        """The reader, imported now if it was not yet."""
+        return cast(Reader, importlib.import_module(self.reader))
+
+    def sniff(self, head: bytes) -> bool:
+        """Whether ``head``, a file's first bytes, is this format."""
+        return self.module().sniff(head)
+
+    def read_graph(self, path: str | os.PathLike[str], on_bytes: ByteProgress | None = None) -> HeapGraph:
+        """Read ``path``, a file of this format, into a :class:`HeapGraph`."""
+        return self.module().read_graph(path, on_bytes=on_bytes)
