@@ -4,15 +4,17 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support import tiers
+from tests.support import schedule, tiers
 from tests.support.neo4j_fixtures import database, isolated_heapdb_home, neo4j_server_settings  # noqa: F401
 from tests.support.v8_fixtures import leak_snapshot, leak_snapshots, memlab_oracle, node_tools  # noqa: F401
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by these markers
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark each test neo4j / node / chromium from the fixtures and helpers it uses (tests/support/tiers.py)."""
+    """Mark each test neo4j / node / chromium from the fixtures and helpers it uses (tests/support/tiers.py),
+    and start the longest test files first (tests/support/schedule.py)."""
     tiers.mark(items)
+    schedule.longest_first(items)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -1,0 +1,43 @@
+"""The order the test files start in under pytest-xdist: the longest first.
+
+``scripts/test.sh`` hands whole files to its workers in collection order, one at a time as each
+worker frees up. Files in alphabetical order left the longest (a rebuild with a Neo4j of its own,
+the load tests) to the end, where one worker ran them alone for minutes while the other sat idle.
+Starting them first lets the short files fill in behind them, so the workers finish together.
+
+The list is what a run measured, longest first (``pytest --durations``); a file missing from it
+keeps its place after them, so a stale list costs minutes, never a test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+LONGEST = (
+    "tests/test_rebuild.py",
+    "tests/test_load.py",
+    "tests/test_neo4j_managed.py",
+    "tests/test_gate.py",
+    "tests/test_queries.py",
+    "tests/test_reanalyze.py",
+    "tests/test_leaks_rules.py",
+    "tests/test_load_rules.py",
+    "tests/test_intake.py",
+    "tests/test_compare.py",
+    "tests/test_buckets.py",
+    "tests/test_leaks_chromium.py",
+    "tests/test_compare_pages.py",
+    "tests/test_locations.py",
+    "tests/test_prune.py",
+    "tests/test_transient_rules.py",
+    "tests/test_mcp.py",
+)
+
+
+def longest_first(items: list[pytest.Item], longest: Sequence[str] = LONGEST) -> None:
+    """Reorder ``items`` in place: the files of ``longest`` first, in its order; the others after,
+    as collected. A file's own tests keep their order (the sort is stable)."""
+    rank = {path: i for i, path in enumerate(longest)}
+    items.sort(key=lambda item: rank.get(item.nodeid.partition("::")[0], len(rank)))
