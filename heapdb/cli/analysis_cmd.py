@@ -12,11 +12,11 @@ import numpy as np
 
 from heapdb.cli import main
 from heapdb.cli.steps import (
-    NO_RULES,
     analyse_with_progress,
     analysis_options,
     choose_rules,
     read_with_progress,
+    refuse_groups_without_rules,
     rules_options,
 )
 from heapdb.errors import HeapdbError, RuleError
@@ -186,8 +186,7 @@ def analyze(
     (the only case that needs Neo4j). --rules none gives the plain, engine-level analysis.
     --lifelines and --heapdomstats add views of the same analysis (under the rules and --root too).
     """
-    if disabled and rules == NO_RULES:
-        raise click.UsageError("--disable-group has no rules to switch off with --rules none")
+    refuse_groups_without_rules(rules, disabled)
     if name_contains and lifelines_type is None:
         raise click.UsageError("--name needs --lifelines")
     # The rules are read and checked first: a bad rule file fails before a long read of the snapshot.

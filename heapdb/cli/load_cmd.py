@@ -12,7 +12,13 @@ import click
 from heapdb import db
 from heapdb.cli import main
 from heapdb.cli.options import key_values, write_options
-from heapdb.cli.steps import NO_RULES, analyse_for_store, choose_rules, read_with_progress, rules_options
+from heapdb.cli.steps import (
+    analyse_for_store,
+    choose_rules,
+    read_with_progress,
+    refuse_groups_without_rules,
+    rules_options,
+)
 from heapdb.units import human_bytes
 
 if TYPE_CHECKING:
@@ -68,8 +74,7 @@ def load(
 
     command_started = time.monotonic()
     check_tag(tag)  # at once, not after reading and analysing the file
-    if disabled and rules == NO_RULES:
-        raise click.UsageError("--disable-group has no rules to switch off with --rules none")
+    refuse_groups_without_rules(rules, disabled)
     extra = {key: values[-1] for key, values in key_values(meta, "--meta").items()}
     # The rules are read and checked first: a bad rule file fails before a long read of the snapshot.
     choice = choose_rules(rules, disabled_groups=disabled, connect=db.connect)

@@ -14,7 +14,13 @@ import click
 from heapdb import db
 from heapdb.cli import main
 from heapdb.cli.options import key_values
-from heapdb.cli.steps import NO_RULES, analyse_for_store, choose_rules, read_with_progress, rules_options
+from heapdb.cli.steps import (
+    analyse_for_store,
+    choose_rules,
+    read_with_progress,
+    refuse_groups_without_rules,
+    rules_options,
+)
 from heapdb.errors import RebuildError
 
 if TYPE_CHECKING:
@@ -97,8 +103,7 @@ def rebuild(
     from heapdb.loader.store import rebuild as rebuilder
     from heapdb.loader.store.lifecycle import check_tag
 
-    if disabled and rules == NO_RULES:
-        raise click.UsageError("--disable-group has no rules to switch off with --rules none")
+    refuse_groups_without_rules(rules, disabled)
     tag_list = [t.strip() for t in tags.split(",")] if tags is not None else None
     tag_of = _tag_namer(tag_from, tag_list, files)
     if not tag_from.startswith("meta:") or tag_list is not None:  # the tags are known now: check them now

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 # ``--rules none``: the plain analysis, the engine's own retention rules only.
 NO_RULES = "none"
 AMBIGUOUS_EXAMPLES = 5  # objects of ambiguous ownership a warning names
+NOTHING_TO_DISABLE = "--disable-group has no rules to switch off with --rules none"
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -60,6 +61,12 @@ def rules_options(command: F) -> F:
         "`heapdb rules add`, followed by the runtime's default rules. Without it, the default rules "
         "alone; 'none' for the plain analysis with no rules at all.",
     )(command)
+
+
+def refuse_groups_without_rules(rules: str | None, disabled: tuple[str, ...]) -> None:
+    """``--disable-group`` with ``--rules none``: a usage error (exit 2), before anything is read."""
+    if disabled and rules == NO_RULES:
+        raise click.UsageError(NOTHING_TO_DISABLE)
 
 
 def read_with_progress(path: str | os.PathLike[str]) -> tuple[str, HeapGraph]:
@@ -152,7 +159,7 @@ def choose_rules(
 
     if value == NO_RULES:
         if disabled_groups:
-            raise RuleError(None, "--disable-group has no rules to switch off with --rules none")
+            raise RuleError(None, NOTHING_TO_DISABLE)
         return None
     if value is None:
         choice = RulesChoice()
