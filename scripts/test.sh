@@ -4,7 +4,9 @@
 #
 # The test files are shared out among pytest-xdist workers (HEAPDB_TEST_WORKERS, default 2: the
 # machine's cores are the limit), a whole file to one worker, so that its module fixtures load
-# their snapshots once. Each worker that needs Neo4j starts a private one of its own, and what
+# their snapshots once. Files start in collection order, the longest first
+# (tests/support/schedule.py), not in xdist's own order by number of tests, which left the few long
+# tests of a rebuild or a Neo4j restart to the end. Each worker that needs Neo4j starts a private one of its own, and what
 # takes a real runtime long to make (Node's leak snapshots, memlab's answers) is made once per run
 # for all of them (tests/support/once.py). `-n 0` runs everything in one process.
 #
@@ -20,4 +22,4 @@ if [ "${1:-}" = "--fast" ]; then
   exec .venv/bin/python -m pytest -m "$fast" "$@"
 fi
 bash scripts/bootstrap.sh
-exec .venv/bin/python -m pytest -n "${HEAPDB_TEST_WORKERS:-2}" --dist loadfile "$@"
+exec .venv/bin/python -m pytest -n "${HEAPDB_TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder "$@"

@@ -1,9 +1,10 @@
 """The order the test files start in under pytest-xdist: the longest first.
 
-``scripts/test.sh`` hands whole files to its workers in collection order, one at a time as each
-worker frees up. Files in alphabetical order left the longest (a rebuild with a Neo4j of its own,
-the load tests) to the end, where one worker ran them alone for minutes while the other sat idle.
-Starting them first lets the short files fill in behind them, so the workers finish together.
+``scripts/test.sh`` hands whole files to its workers one at a time as each worker frees up, in
+collection order (``--no-loadscope-reorder``: xdist would otherwise start the files with the most
+tests first, which left the few long tests of a rebuild or a Neo4j restart to the end, run by one
+worker alone for minutes while the other sat idle). Starting the longest files first lets the short
+ones fill in behind them, so the workers finish together.
 
 The list is what a run measured, longest first (``pytest --durations``); a file missing from it
 keeps its place after them, so a stale list costs minutes, never a test.
