@@ -41,6 +41,7 @@ from typing import Any
 from heapdb.db import Database
 from heapdb.errors import LoadError, NotFound
 from heapdb.loader.store import lifecycle
+from heapdb.processes import pid_alive
 from heapdb.progress import PROGRESS_FILE_VARIABLE
 
 QUEUED = "queued"
@@ -249,7 +250,7 @@ class JobRunner:
         """Settle the jobs of service processes of this host that are gone (see the module's docstring)."""
         me = os.getpid()
         for job in self.store.unfinished_here():
-            if job.service_pid == me or lifecycle.pid_alive(job.service_pid):
+            if job.service_pid == me or pid_alive(job.service_pid):
                 continue  # ours, or another live service's on this host
             if job.phase == QUEUED and self.snapshot_file(job.id).exists():
                 taken = self.store.update(job.id, {"service_pid": me}, phases=(QUEUED,))
@@ -258,7 +259,7 @@ class JobRunner:
                 continue
             if job.pid is not None:  # its load dies with the service: wait for that, so tidy sees it gone
                 deadline = time.monotonic() + 10
-                while lifecycle.pid_alive(job.pid) and time.monotonic() < deadline:
+                while pid_alive(job.pid) and time.monotonic() < deadline:
                     time.sleep(0.1)
             self._clean(job.id)
             self.store.finish(
@@ -277,7 +278,7 @@ class JobRunner:
             job_id, _, rest = path.name.partition(".")
             if rest.endswith("upload"):  # <id>.<pid>.upload: being received by that service
                 pid = rest.split(".")[0]
-                if pid.isdigit() and lifecycle.pid_alive(int(pid)):
+                if pid.isdigit() and pid_alive(int(pid)):
                     continue
             elif job_id in live:
                 continue

@@ -32,6 +32,7 @@ from heapdb.loader import store
 from heapdb.loader.formats.snapbin.from_graph import write_graph
 from heapdb.loader.store import lifecycle
 from heapdb.neo4j_server import free_port
+from heapdb.processes import pid_alive
 from heapdb.service import jobs
 from heapdb.service.app import create_app
 from heapgen.synth import synth_graph
@@ -351,7 +352,7 @@ def test_cancelling_a_running_load_leaves_nothing_visible(
         ended = wait_for_phase(client, job_id, jobs.ENDED, timeout=120)
         assert ended["phase"] == "cancelled", ended
         assert client.delete(f"/api/jobs/{job_id}").status_code == 409  # ended already
-    assert not lifecycle.pid_alive(running["pid"])
+    assert not pid_alive(running["pid"])
     assert not visible(database, tag)
     assert all(s.status != "ready" for s in store.list_snapshots(database, include_incomplete=True) if s.tag == tag)
     assert spool_files(service) == []
@@ -389,7 +390,7 @@ def test_a_service_killed_mid_load_fails_the_job_at_restart(
         assert first.process is not None
         os.kill(first.process.pid, signal.SIGKILL)
         first.process.wait()
-        wait_until(lambda: not lifecycle.pid_alive(writing["pid"]), 30, "the load to die with the service")
+        wait_until(lambda: not pid_alive(writing["pid"]), 30, "the load to die with the service")
     finally:
         first.stop()
     second = ServiceProcess(tmp_path / "spool", tmp_path / "service.log").start()

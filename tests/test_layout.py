@@ -29,7 +29,8 @@ STAGES = {
     "heapdb.gatecheck": 0,  # what can fail the CI gate, read by rule files and the gate's parameters
     "heapdb.settings": 0,  # every environment variable and config-file key, declared once
     "heapdb.docblock": 0,  # generated parts of the docs
-    "heapdb.lazy": 0,  # package attributes imported on first use
+    "heapdb.lazy": 0,
+    "heapdb.processes": 0,  # whether a process lives  # package attributes imported on first use
     "heapdb.loader": 1,  # the package's docstring only
     "heapdb.loader.graph": 1,  # the arrays every stage shares
     "heapdb.loader.sources": 1,  # source locations and allocation stacks the graph carries

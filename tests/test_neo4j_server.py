@@ -41,6 +41,10 @@ def test_the_running_instance_took_the_settings(database: Database) -> None:
         "db.tx_log.rotation.size": "128.00MiB",
         "db.tx_log.rotation.retention_policy": "keep_none",
     }
+    # The shutdown waits are internal settings: Neo4j lists the values it took in debug.log.
+    started = (neo4j_server.paths().logs / "debug.log").read_text()
+    for setting in neo4j_server.SHUTDOWN_SETTINGS:
+        assert setting in started, setting
 
 
 def test_status_shows_store_and_log_sizes(database: Database) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -173,6 +174,16 @@ def test_a_failed_import_puts_the_old_store_back(loaded: dict[str, Any], files: 
         assert database.read("MATCH (s:Snapshot) RETURN s.tag AS tag, s.sid AS sid ORDER BY tag") == before
     assert answer("rules", "list") == loaded["rules"]
     assert answer("top", TAGS[0], "--limit", "30") == loaded[f"top {TAGS[0]}"]
+    # The Neo4j started again heeds SIGTERM: `heapdb neo4j stop` must not have to kill it.
+    assert not ignored_signals(neo4j_server.running_pid()) & {signal.SIGTERM, signal.SIGINT}
+
+
+def ignored_signals(pid: int | None) -> set[int]:
+    """The signals a running process ignores, from its /proc status."""
+    assert pid is not None
+    line = next(x for x in Path(f"/proc/{pid}/status").read_text().splitlines() if x.startswith("SigIgn:"))
+    mask = int(line.split()[1], 16)
+    return {number for number in range(1, 65) if mask >> (number - 1) & 1}
 
 
 def test_repeated_tags_and_another_neo4j_are_refused_before_anything_runs(files: list[str]) -> None:

@@ -19,6 +19,15 @@ TX_LOG_SETTINGS = (
     "db.tx_log.preallocate=false",
 )
 
+# Shutdown. Neo4j stops Bolt after its databases, whose transactions have ended by then, and then
+# waits 5 s for the connections and 5 s more for Netty's quiet period: ten seconds of every stop, of
+# every `heapdb neo4j stop` and restart, spent waiting for nothing. Both waits are Neo4j's internal
+# settings (docs/decisions.md).
+SHUTDOWN_SETTINGS = (
+    "internal.server.bolt.connection_shutdown_wait_time=0s",
+    "internal.dbms.bolt.netty_server_shutdown_quiet_period=0",
+)
+
 
 def conf_text(settings: config.ManagedSettings) -> str:
     """neo4j.conf: loopback only, auth on, usage reporting off, memory from the settings, short logs."""
@@ -38,6 +47,7 @@ def conf_text(settings: config.ManagedSettings) -> str:
         f"server.memory.heap.max_size={settings.heap}",
         f"server.memory.pagecache.size={settings.pagecache}",
         *TX_LOG_SETTINGS,
+        *SHUTDOWN_SETTINGS,
         f"server.directories.data={p.data}",
         f"server.directories.logs={p.logs}",
         f"server.directories.import={p.import_dir}",

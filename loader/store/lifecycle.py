@@ -42,6 +42,7 @@ from heapdb import config
 from heapdb.db import Database, translate_errors
 from heapdb.errors import HeapdbError, LoadError, NotFound
 from heapdb.loader.store.schema import ensure_schema
+from heapdb.processes import pid_alive
 from heapdb.progress import PROGRESS_FILE_VARIABLE
 from heapdb.units import shorten
 
@@ -72,21 +73,6 @@ _LOADER = (
     "s.pid AS pid, s.host AS host, "
     "duration.inSeconds(datetime(coalesce(s.heartbeat, s.started_at)), datetime()).seconds AS age"
 )
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether a process with this pid runs on this host (a zombie, killed but not yet reaped, does not)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # it runs, as another user
-        return True
-    try:  # the state follows the command name, which is in parentheses and may hold spaces
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):  # no /proc here: trust kill()
-        return True
-    return state != "Z"
 
 
 def loader_alive(row: dict[str, Any]) -> bool:

@@ -390,8 +390,12 @@ def verify(database: db.Database, snapshot: StagedSnapshot) -> None:
 
 
 def _put_back(moves: list[tuple[Path, Path]], say: Say) -> None:
-    """Stop Neo4j, delete whatever the rebuild wrote, put the old store back and start again; not
-    to be cut short by a second Ctrl-C."""
+    """Stop Neo4j, delete whatever the rebuild wrote, put the old store back and start again; the
+    moves are not to be cut short by a second Ctrl-C.
+
+    Neo4j starts after the signals are back: a process inherits the signals its parent ignores, and a
+    Neo4j started meanwhile would ignore SIGTERM for good, so that `heapdb neo4j stop` could only kill
+    it, after two minutes, and the next start would recover."""
     with _no_interrupts():
         say("putting the old store back")
         neo4j_server.stop(say=say)
@@ -400,7 +404,7 @@ def _put_back(moves: list[tuple[Path, Path]], say: Say) -> None:
                 shutil.rmtree(live, ignore_errors=True)
                 os.replace(kept, live)
         shutil.rmtree(aside_dir(), ignore_errors=True)
-        neo4j_server.start(say=say)
+    neo4j_server.start(say=say)
 
 
 @contextlib.contextmanager
