@@ -35,7 +35,7 @@ import httpx
 from benchmarks.ingest import private_neo4j
 from heapdb import settings
 from heapdb.neo4j_server import free_port
-from heapdb.service import compare_pages, pages, query_pages
+from heapdb.service import compare_pages, links, pages, query_pages
 from heapgen.node import ensure_node_tools, write_leak_snapshots
 
 GOAL_MS = 300  # issue 13's goal for every page's server time, warm
@@ -190,7 +190,7 @@ def wait_for_service(url: str, timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            if httpx.get(url + "/api/health", timeout=5).status_code == 200:
+            if httpx.get(url + links.HEALTH, timeout=5).status_code == 200:
                 return
         except httpx.HTTPError:
             pass

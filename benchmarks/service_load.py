@@ -114,51 +114,62 @@ def request_mix(targets: list[Target], rng: random.Random) -> tuple[str, str, di
     """One request drawn from :data:`MIX`: its kind, path and query parameters."""
     kind = rng.choices(list(MIX), weights=list(MIX.values()))[0]
     target = rng.choice(targets)
-    tag = links.encode_segment(target.tag)
-    snapshot = f"/api/snapshots/{tag}"
+    snapshot = links.path(links.SNAPSHOT, tag=target.tag)
     pick = rng.randrange(target.ids.size)
-    obj = f"{snapshot}/objects/{int(target.ids[pick])}"
+    obj = links.path(links.OBJECT, tag=target.tag, object_id=int(target.ids[pick]))
     tags = [t.tag for t in targets]
     step = rng.randrange(len(targets) - 1) if len(targets) > 1 else 0
     before, after = tags[step], tags[min(step + 1, len(tags) - 1)]
-    diff = f"/api/diff/{links.encode_segment(before)}/{links.encode_segment(after)}"
+    diff = links.path(links.DIFF, before=before, after=after)
     three = {"baseline": tags[0], "target": tags[min(1, len(tags) - 1)], "final": tags[min(2, len(tags) - 1)]}
     if kind == "why":
-        return kind, obj + "/why", {}
+        return kind, links.path(links.WHY, tag=target.tag, object_id=int(target.ids[pick])), {}
     if kind == "why svg":
-        return kind, obj + "/why", {"format": "svg"}
+        return kind, links.path(links.WHY, tag=target.tag, object_id=int(target.ids[pick])), {"format": "svg"}
     if kind == "object":
         return kind, obj, {}
     if kind == "find":
         name = str(target.names[pick])
         # Half of the searches narrow by a part of a real object's name, half ask for a whole type.
         part = name[: rng.randint(1, 6)] if name and rng.random() < 0.5 else ""
-        return kind, f"{snapshot}/find", {"type": str(target.types[pick]), "name_contains": part, "limit": 10}
+        return (
+            kind,
+            links.path(links.FIND, tag=target.tag),
+            {"type": str(target.types[pick]), "name_contains": part, "limit": 10},
+        )
     if kind == "dominators":
-        return kind, obj + "/dominators", {}
+        return kind, links.path(links.DOMINATORS, tag=target.tag, object_id=int(target.ids[pick])), {}
     if kind == "retains":
-        return kind, obj + "/retains", {"depth": 3, "limit": 50}
+        return (
+            kind,
+            links.path(links.RETAINS, tag=target.tag, object_id=int(target.ids[pick])),
+            {"depth": 3, "limit": 50},
+        )
     if kind == "top":
-        return kind, f"{snapshot}/top", {"limit": rng.choice([10, 20, 50])}
+        return kind, links.path(links.TOP, tag=target.tag), {"limit": rng.choice([10, 20, 50])}
     if kind == "types":
-        return kind, f"{snapshot}/types", {"sort": rng.choice(["self_size", "count", "retained_size"]), "limit": 50}
+        return (
+            kind,
+            links.path(links.TYPES, tag=target.tag),
+            {"sort": rng.choice(["self_size", "count", "retained_size"]), "limit": 50},
+        )
     if kind == "suspects":
-        return kind, f"{snapshot}/suspects", {}
+        return kind, links.path(links.SUSPECTS, tag=target.tag), {}
     if kind.startswith("diff"):
         return kind, diff, {"by": kind.split()[1], "limit": 20}
     if kind.startswith("leaks"):
-        return kind, "/api/leaks", {**three, "by": kind.split()[1], "limit": 10}
+        return kind, links.LEAKS, {**three, "by": kind.split()[1], "limit": 10}
     if kind.startswith("growth"):
-        return kind, "/api/growth", {"tag": tags, "by": kind.split()[1], "limit": 20}
+        return kind, links.GROWTH, {"tag": tags, "by": kind.split()[1], "limit": 20}
     if kind == "snapshot":
         return kind, snapshot, {}
     if kind == "snapshots":
-        return kind, "/api/snapshots", {}
+        return kind, links.SNAPSHOTS, {}
     if kind == "health":
-        return kind, "/api/health", {}
+        return kind, links.HEALTH, {}
     if kind == "queries":
-        return kind, "/api/queries", {}
-    return kind, "/api/queries/types", {"tag": target.tag, "limit": 10}
+        return kind, links.QUERIES, {}
+    return kind, links.path(links.QUERY, name="types"), {"tag": target.tag, "limit": 10}
 
 
 def client_loop(
@@ -328,7 +339,7 @@ def main() -> None:
     try:
         for _ in range(200):
             try:
-                if httpx.get(f"{base}/api/health", timeout=2).status_code == 200:
+                if httpx.get(base + links.HEALTH, timeout=2).status_code == 200:
                     break
             except httpx.HTTPError:
                 pass
@@ -340,15 +351,17 @@ def main() -> None:
         print(f"page cache warmed: {figures['page_cache_warm_up_s']}", flush=True)
         cold = {}
         for target in targets:
-            tag = links.encode_segment(target.tag)
             reports: list[tuple[str, str, dict[str, str | int]]] = [
-                ("top", "top", {"limit": 50}),
-                *[("types", "types", {"sort": sort, "limit": 50}) for sort in ("self_size", "count", "retained_size")],
-                ("suspects", "suspects", {}),
+                ("top", links.TOP, {"limit": 50}),
+                *[
+                    ("types", links.TYPES, {"sort": sort, "limit": 50})
+                    for sort in ("self_size", "count", "retained_size")
+                ],
+                ("suspects", links.SUSPECTS, {}),
             ]
             for kind, url, params in reports:
                 started = time.monotonic()
-                status = httpx.get(f"{base}/api/snapshots/{tag}/{url}", params=params, timeout=120).status_code
+                status = httpx.get(base + links.path(url, tag=target.tag), params=params, timeout=120).status_code
                 cold[f"{target.tag} {kind} {params}"] = {
                     "status": status,
                     "ms": round((time.monotonic() - started) * 1000, 1),
@@ -357,15 +370,15 @@ def main() -> None:
         tags = [t.tag for t in targets]
         if len(tags) >= 3:
             pairs = [
-                (f"/api/diff/{links.encode_segment(a)}/{links.encode_segment(b)}", {"by": by, "limit": 20})
+                (links.path(links.DIFF, before=a, after=b), {"by": by, "limit": 20})
                 for a, b in zip(tags, tags[1:])
                 for by in ("type", "path", "object")
             ]
             three = {"baseline": tags[0], "target": tags[1], "final": tags[2]}
             across: list[tuple[str, dict[str, Any]]] = [
                 *pairs,
-                *[("/api/leaks", {**three, "by": by, "limit": 10}) for by in ("id", "path")],
-                *[("/api/growth", {"tag": tags, "by": by, "limit": 20}) for by in ("type", "path")],
+                *[(links.LEAKS, {**three, "by": by, "limit": 10}) for by in ("id", "path")],
+                *[(links.GROWTH, {"tag": tags, "by": by, "limit": 20}) for by in ("type", "path")],
             ]
             for url, asked in across:
                 started = time.monotonic()

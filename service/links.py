@@ -55,6 +55,7 @@ RULES = API + "/rules"
 RULE = RULES + "/{name}"
 JOBS = API + "/jobs"
 JOB = JOBS + "/{job_id}"
+MCP = "/mcp"  # heapdb mcp --transport http: the Model Context Protocol over streamable HTTP
 API_DOCS = "/docs"  # FastAPI's: the API's description, to read and to try
 OPENAPI = "/openapi.json"
 

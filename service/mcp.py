@@ -37,6 +37,7 @@ from heapdb.queries.cache import AnswerCache
 from heapdb.queries.compare import MIN_SERIES
 from heapdb.queries.questions import Questions
 from heapdb.registry import QUESTIONS, Part, Question
+from heapdb.service import links
 from heapdb.service.answer_pages import Pages, to_json
 from heapdb.service.app import DatabaseHandle
 
@@ -111,10 +112,12 @@ DETAIL = inspect.Parameter(
     "detail",
     inspect.Parameter.KEYWORD_ONLY,
     annotation=Annotated[
-        Literal["compact", "full"],
+        Literal["compact", "full", "text"],
         Field(
             description="compact (the default): no null fields, and an object already described earlier in "
-            "the answer as its id alone; full: every field of every object, as `heapdb <command> --json`."
+            "the answer as its id alone; full: every field of every object, as `heapdb <command> --json`; "
+            "text: what `heapdb <command>` prints, a few times shorter, with sizes rounded and long names "
+            "cut (objects still end in @id), in one piece of at most 20,000 characters."
         ),
     ],
     default="compact",
@@ -140,6 +143,15 @@ def compact(data: Any) -> Any:
         return value
 
     return walk(data)
+
+
+def text_answer(text: str, max_chars: int) -> str:
+    """The text renderer's answer, cut at a line within ``max_chars``, saying so: text has no pages."""
+    if len(text) <= max_chars:
+        return text
+    note = '\n... cut here: the answer goes on; ask with detail="compact" for all of it, in pages'
+    kept = text[: max_chars - len(note)]
+    return kept[: kept.rfind("\n") if "\n" in kept else len(kept)] + note
 
 
 # Answers an agent reads better rearranged than as the result's fields.
@@ -189,6 +201,8 @@ class Tools:
                 subject = [values.pop(name) for name in names]
                 p = None if q.model is None else q.model(**values)
                 answer = q.answer(self.questions(), subject, p)
+                if detail == "text":
+                    return text_answer(q.render_text(answer), self.pages.max_chars)
                 data = shape(answer) if shape else results.to_data(answer, _link)
                 data = {q.lists[0]: data} if as_list else data
                 return self.answer(data if detail == "full" else compact(data), q.lists)
@@ -303,6 +317,6 @@ class BearerToken:
 
 
 def http_app(server: MCPServer, host: str, token: str | None) -> Any:
-    """The server as a streamable HTTP ASGI app at ``/mcp``, behind the bearer token when one is set."""
-    app = server.streamable_http_app(host=host)
+    """The server as a streamable HTTP ASGI app at :data:`links.MCP`, behind the bearer token when one is set."""
+    app = server.streamable_http_app(host=host, streamable_http_path=links.MCP)
     return BearerToken(app, token) if token else app

@@ -36,7 +36,14 @@ def route_paths() -> set[str]:
 def test_every_route_is_declared_in_links_and_every_template_is_routed() -> None:
     routed = route_paths()
     declared = TEMPLATES | {links.twin_of(p) for p in PAGES}
-    assert routed - FASTAPI_OWN == declared - {links.API}, "routes and links.py's templates differ"
+    assert routed - FASTAPI_OWN == declared - {links.API, links.MCP}, "routes and links.py's templates differ"
+
+
+def test_the_mcp_server_answers_at_its_declared_path() -> None:
+    from heapdb.service.mcp import build_server, http_app
+
+    app = http_app(build_server(connect=_unreachable), "127.0.0.1", token=None)  # type: ignore[arg-type]
+    assert [route.path for route in app.routes] == [links.MCP]
 
 
 def test_links_are_the_urls_the_routes_answer() -> None:

@@ -172,24 +172,21 @@ def stored_graph(database: Database, tag: str) -> tuple[list[dict], list[tuple]]
     return [row["o"] for row in objects], [tuple(map(str, row.values())) for row in references]
 
 
-def test_the_plugin_and_cypher_write_the_same_graph(database: Database, leak_snapshot: Path) -> None:
+def test_the_plugin_and_cypher_write_the_same_graph(database: Database, leak_snapshots: dict[str, Path]) -> None:
     """The managed Neo4j has heapdb's plugin (built at install), and loads use it; a load through
-    Cypher, as on a Neo4j without it, stores exactly the same objects, properties and references."""
-    graph = formats.read_graph(leak_snapshot)
+    Cypher, as on a Neo4j without it, stores exactly the same objects, properties and references.
+    (The smallest of the leak snapshots: Cypher is the slow writer, and the graph's size changes nothing.)"""
+    graph = formats.read_graph(leak_snapshots["baseline"])
     data = store.LoadInput.from_analysis(graph, analysis.analyze(graph))
-    tags = {writer: unique_tag(writer) for writer in store.WRITERS}
+    tags = {writer: unique_tag(writer) for writer in ("auto", "cypher")}  # auto is the plugin here
     said: list[str] = []
     try:
         reports = {
             writer: store.load(database, data, tag, writer=writer, say=said.append) for writer, tag in tags.items()
         }
-        assert {writer: report.writer for writer, report in reports.items()} == {
-            "auto": "plugin",
-            "plugin": "plugin",
-            "cypher": "cypher",
-        }
+        assert {writer: report.writer for writer, report in reports.items()} == {"auto": "plugin", "cypher": "cypher"}
         assert said == []  # no notice: the plugin was there
-        plugin_objects, plugin_references = stored_graph(database, tags["plugin"])
+        plugin_objects, plugin_references = stored_graph(database, tags["auto"])
         cypher_objects, cypher_references = stored_graph(database, tags["cypher"])
         assert len(plugin_objects) == graph.node_count and len(plugin_references) == graph.edge_count
         assert plugin_objects == cypher_objects

@@ -36,8 +36,9 @@ from heapdb.loader import store
 from heapdb.neo4j_server import free_port
 from heapdb.queries import catalog, params, results
 from heapdb.queries.questions import Questions
+from heapdb.service import links
 from heapdb.service.answer_pages import MAX_ANSWER_CHARS, MAX_PAGE_ITEMS, Pages
-from heapdb.service.mcp import compact
+from heapdb.service.mcp import compact, text_answer
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -97,7 +98,7 @@ class HttpServer:
     def __init__(self, token: str | None = None) -> None:
         self.port = free_port()
         self.token = token
-        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.url = f"http://127.0.0.1:{self.port}{links.MCP}"
 
     def __enter__(self) -> HttpServer:
         env = {**os.environ, **({"HEAPDB_API_TOKEN": self.token} if self.token else {})}
@@ -207,6 +208,9 @@ def test_an_agent_finds_the_leak_from_scratch(database: Database, loaded: dict[s
         found["leaks"] = leaks
         found["why"] = await call(client, "why", **cluster["why"])
         found["full"] = await call(client, "why", **cluster["why"], detail="full")
+        as_text = await client.call_tool("why", {**cluster["why"], "detail": "text"})
+        assert not as_text.is_error
+        found["text"] = text(as_text)
 
     over_stdio(agent)
     leaks, why = found["leaks"], found["why"]
@@ -227,6 +231,20 @@ def test_an_agent_finds_the_leak_from_scratch(database: Database, loaded: dict[s
     assert found["full"] == {**as_agent_sees(asked, "full"), "page": found["full"]["page"]}
     # Compact: the target, described once above the paths, ends each path as its id alone.
     assert why["target"]["type"] == cluster["type"] and path["objects"][-1] == {"id": cluster["sample_ids"][0]}
+    # Text: what the command prints, a few times shorter than the compact JSON.
+    printed = CliRunner().invoke(main, ["why", cluster["why"]["tag"], str(cluster["why"]["object_id"])])
+    assert found["text"] == printed.stdout.rstrip("\n") and f"@{cluster['sample_ids'][0]}" in found["text"]
+    assert len(found["text"]) * 2 < len(json.dumps(why))
+
+
+def test_a_text_answer_too_long_is_cut_at_a_line_and_says_so() -> None:
+    lines = [f"line {n} " + "x" * 30 for n in range(100)]
+    whole = "\n".join(lines)
+    assert text_answer(whole, len(whole)) == whole
+    cut = text_answer(whole, 1000)
+    assert len(cut) <= 1000 and 'ask with detail="compact"' in cut
+    kept = cut.rsplit("\n", 1)[0]
+    assert whole.startswith(kept + "\n") and kept.split("\n")[-1] in lines  # whole lines only
 
 
 def test_long_answers_come_in_pages_that_join_to_the_whole(database: Database, loaded: dict[str, str]) -> None:

@@ -59,5 +59,7 @@ def mcp(transport: str, host: str, port: int, timeout: float | None, insecure_no
         return
     import uvicorn
 
-    click.echo(f"heapdb MCP server on http://{host}:{port}/mcp", err=True)
+    from heapdb.service import links
+
+    click.echo(f"heapdb MCP server on http://{host}:{port}{links.MCP}", err=True)
     uvicorn.run(http_app(server, host, token), host=host, port=port, log_level="warning")
