@@ -17,23 +17,24 @@ from collections.abc import Sequence
 import pytest
 
 LONGEST = (
-    "tests/test_rebuild.py",
     "tests/test_load.py",
-    "tests/test_neo4j_managed.py",
+    "tests/test_rebuild.py",
     "tests/test_gate.py",
-    "tests/test_queries.py",
-    "tests/test_reanalyze.py",
-    "tests/test_leaks_rules.py",
     "tests/test_load_rules.py",
+    "tests/test_neo4j_managed.py",
+    "tests/test_leaks_rules.py",
     "tests/test_intake.py",
-    "tests/test_compare.py",
+    "tests/test_reanalyze.py",
+    "tests/test_queries.py",
     "tests/test_buckets.py",
     "tests/test_leaks_chromium.py",
-    "tests/test_compare_pages.py",
-    "tests/test_locations.py",
     "tests/test_prune.py",
-    "tests/test_transient_rules.py",
+    "tests/test_compare.py",
+    "tests/test_compare_pages.py",
     "tests/test_mcp.py",
+    "tests/test_transient_rules.py",
+    "tests/test_path_verdicts.py",
+    "tests/test_suspects.py",
 )
 
 
