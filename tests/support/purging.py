@@ -29,17 +29,22 @@ def wait_until(condition: Callable[[], bool], timeout: float = 180) -> None:
 
 
 def purgers_running() -> list[int]:
-    """The pids of the background purgers (``python -m heapdb.loader.store.purge``) running on this
-    host: started by earlier tests' commands, they may still be starting when the next test runs."""
+    """The pids of this session's background purgers (``python -m heapdb.loader.store.purge``):
+    started by earlier tests' commands, they may still be starting when the next test runs.
+
+    Only those of this session's Neo4j, told apart by the heapdb home they inherited: under
+    pytest-xdist the other workers' purgers work on their own Neo4j, never finish all at once, and
+    waiting for them too made a test wait out its timeout."""
+    ours = f"XDG_DATA_HOME={os.environ.get('XDG_DATA_HOME', '')}".encode()
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
                 arguments = (entry / "cmdline").read_bytes().split(b"\0")
+                if PURGER_MODULE in arguments and ours in (entry / "environ").read_bytes().split(b"\0"):
+                    found.append(int(entry.name))
             except OSError:  # it ended meanwhile
                 continue
-            if PURGER_MODULE in arguments:
-                found.append(int(entry.name))
     return found
 
 
