@@ -116,16 +116,17 @@ def request_mix(targets: list[Target], rng: random.Random) -> tuple[str, str, di
     target = rng.choice(targets)
     snapshot = links.path(links.SNAPSHOT, tag=target.tag)
     pick = rng.randrange(target.ids.size)
-    obj = links.path(links.OBJECT, tag=target.tag, object_id=int(target.ids[pick]))
+    object_id = int(target.ids[pick])
+    obj = links.path(links.OBJECT, tag=target.tag, object_id=object_id)
     tags = [t.tag for t in targets]
     step = rng.randrange(len(targets) - 1) if len(targets) > 1 else 0
     before, after = tags[step], tags[min(step + 1, len(tags) - 1)]
     diff = links.path(links.DIFF, before=before, after=after)
     three = {"baseline": tags[0], "target": tags[min(1, len(tags) - 1)], "final": tags[min(2, len(tags) - 1)]}
     if kind == "why":
-        return kind, links.path(links.WHY, tag=target.tag, object_id=int(target.ids[pick])), {}
+        return kind, links.path(links.WHY, tag=target.tag, object_id=object_id), {}
     if kind == "why svg":
-        return kind, links.path(links.WHY, tag=target.tag, object_id=int(target.ids[pick])), {"format": "svg"}
+        return kind, links.path(links.WHY, tag=target.tag, object_id=object_id), {"format": "svg"}
     if kind == "object":
         return kind, obj, {}
     if kind == "find":
@@ -138,11 +139,11 @@ def request_mix(targets: list[Target], rng: random.Random) -> tuple[str, str, di
             {"type": str(target.types[pick]), "name_contains": part, "limit": 10},
         )
     if kind == "dominators":
-        return kind, links.path(links.DOMINATORS, tag=target.tag, object_id=int(target.ids[pick])), {}
+        return kind, links.path(links.DOMINATORS, tag=target.tag, object_id=object_id), {}
     if kind == "retains":
         return (
             kind,
-            links.path(links.RETAINS, tag=target.tag, object_id=int(target.ids[pick])),
+            links.path(links.RETAINS, tag=target.tag, object_id=object_id),
             {"depth": 3, "limit": 50},
         )
     if kind == "top":
