@@ -9,7 +9,6 @@ and rules; `diff --by bucket` compares them, the same through Python, the CLI an
 
 from __future__ import annotations
 
-import contextlib
 import json
 import uuid
 from collections.abc import Iterator
@@ -24,8 +23,8 @@ from fastapi.testclient import TestClient
 from heapdb.cli import main
 from heapdb.cli.steps import analyse_for_store, choose_rules
 from heapdb.db import Database
-from heapdb.errors import NotFound, ParameterError
-from heapdb.loader import analysis, formats, store
+from heapdb.errors import ParameterError
+from heapdb.loader import analysis, formats
 from heapdb.loader.rules import compile_rules
 from heapdb.loader.rules.summary import bucket_rows
 from heapdb.loader.store.snapshots import get_snapshot
@@ -66,19 +65,14 @@ def loads(
     rules = tmp_path_factory.mktemp("bucket-rules") / "buckets.toml"
     rules.write_text(BUCKET_RULES)
     tags = {label: unique_tag(label) for label in ("baseline", "final", "plain")}
-    try:
-        for label, file, options in (
-            ("baseline", "baseline", ("--rules", str(rules))),
-            ("final", "final", ("--rules", str(rules))),
-            ("plain", "final", ("--rules", "none")),
-        ):
-            code, _, err = invoke("load", str(leak_snapshots[file]), "--tag", tags[label], "--json", *options)
-            assert code == 0, err
-        yield Loads(tags["baseline"], tags["final"], tags["plain"], rules, leak_snapshots)
-    finally:
-        for tag in tags.values():
-            with contextlib.suppress(NotFound):
-                store.drop(database, tag)
+    for label, file, options in (
+        ("baseline", "baseline", ("--rules", str(rules))),
+        ("final", "final", ("--rules", str(rules))),
+        ("plain", "final", ("--rules", "none")),
+    ):
+        code, _, err = invoke("load", str(leak_snapshots[file]), "--tag", tags[label], "--json", *options)
+        assert code == 0, err
+    yield Loads(tags["baseline"], tags["final"], tags["plain"], rules, leak_snapshots)
 
 
 def expected_buckets(file: Path, rules: Path) -> list[dict[str, Any]]:

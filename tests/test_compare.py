@@ -44,8 +44,6 @@ def loaded(database: Database, leak_snapshots: dict[str, Path]):
         graph = formats.read_graph(leak_snapshots[label])
         local[label] = (graph, analysis.analyze(graph))
     yield tags, local
-    for tag in tags.values():
-        store.drop(database, tag)
 
 
 LUAU = LUAU_FIXTURES
@@ -66,8 +64,6 @@ def luau_loaded(database: Database):
         graph = formats.read_graph(LUAU / name)
         local[label] = (graph, analysis.analyze(graph))
     yield tags, local
-    for tag in tags.values():
-        store.drop(database, tag)
 
 
 def members(graph, result) -> np.ndarray:

@@ -22,7 +22,6 @@ import pytest
 from fastapi.testclient import TestClient
 
 from heapdb.db import Database
-from heapdb.loader import store
 from heapdb.queries import params
 from heapdb.queries.questions import Questions
 from heapdb.queries.results import Diff
@@ -43,8 +42,6 @@ def tags(database: Database, leak_snapshots: dict[str, Path]) -> Iterator[list[s
     """The three leak.js snapshots loaded oldest first (so the snapshots page lists them in that order)."""
     loaded = [load_snapshot(database, leak_snapshots[label], f"compare-{label}").tag for label in LABELS]
     yield loaded
-    for tag in loaded:
-        store.drop(database, tag)
 
 
 @pytest.fixture(scope="module")

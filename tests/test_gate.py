@@ -8,7 +8,6 @@ seen 7, fixed. The pure parts (thresholds, statuses, report formats) are tested 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import random
 import subprocess
@@ -22,7 +21,7 @@ from fastapi.testclient import TestClient
 
 from heapdb.cli import main
 from heapdb.db import Database
-from heapdb.errors import NotFound, ParameterError
+from heapdb.errors import ParameterError
 from heapdb.loader import store
 from heapdb.loader.store.signatures import order_key, summarise
 from heapdb.loader.store.summaries import held_under
@@ -228,9 +227,6 @@ def builds(database: Database, tmp_path_factory: pytest.TempPathFactory):
         reports[n] = questions.gate(tags[n - 1], tags[n])
         questions.record_gate(reports[n])
     yield tags, reports
-    for tag in tags.values():
-        with contextlib.suppress(NotFound):  # a test drops one itself
-            store.drop(database, tag)
     database.write("MATCH (n) WHERE n:Build OR n:Signature OR n:SignatureObservation DETACH DELETE n")
 
 
@@ -419,5 +415,3 @@ def test_thresholds_come_from_the_rule_sets_gate_table_unless_given(database: Da
         assert "thresholds: heapdb's defaults" in gone.stdout
     finally:
         CliRunner().invoke(main, ["rules", "remove", name, "--yes"])
-        with contextlib.suppress(NotFound):
-            store.drop(database, f"{tags[4]}-ruled")

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from heapdb.cli import main
 from heapdb.db import Database
-from heapdb.loader import analysis, store
+from heapdb.loader import analysis
 from heapdb.loader.formats import hprof, v8
 from heapdb.loader.graph import EdgeKind, HeapGraph
 from heapdb.queries import params
@@ -52,8 +52,6 @@ def loaded(database: Database, dumps: dict[str, Path]) -> Iterator[tuple[dict[st
         assert result.exit_code == 0, result.output
         graphs[label] = hprof.read_graph(path)
     yield tags, graphs
-    for tag in tags.values():
-        store.drop(database, tag)
 
 
 def cache_map(g: HeapGraph) -> int:

@@ -5,7 +5,6 @@ service's memory while a big upload streams through it."""
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import os
 import shutil
@@ -30,7 +29,6 @@ from heapdb.db import Database
 from heapdb.errors import NotFound
 from heapdb.loader import store
 from heapdb.loader.formats.snapbin.from_graph import write_graph
-from heapdb.loader.store import lifecycle
 from heapdb.neo4j_server import free_port
 from heapdb.processes import pid_alive
 from heapdb.service import jobs
@@ -172,11 +170,6 @@ def visible(database: Database, tag: str) -> bool:
     return True
 
 
-def forget(database: Database, tag: str) -> None:
-    with contextlib.suppress(NotFound):
-        lifecycle.drop(database, tag, wait=False)
-
-
 def test_push_loads_a_v8_snapshot_as_is_gzip_and_zstd(
     service: ServiceProcess, database: Database, leak_snapshot: Path
 ) -> None:
@@ -201,7 +194,6 @@ def test_push_loads_a_v8_snapshot_as_is_gzip_and_zstd(
             assert top.status_code == 200, top.text
             assert len(top.json()) == 3
             assert reader.get(f"/api/snapshots/{tag}").json()["meta"]["build"] == "b42"
-        forget(database, tag)
     assert len(counts) == 1  # the same snapshot whatever the encoding
     assert spool_files(service) == []
 
@@ -225,7 +217,6 @@ def test_a_plain_http_upload_streams_compressed_bodies(
             listed = client.get("/api/jobs", params={"tag": tag}).json()
             assert [j["id"] for j in listed] == [created["id"]]
         assert store.get_snapshot(database, tag).object_count == done["report"]["objects"]
-        forget(database, tag)
     assert spool_files(service) == []
 
 
@@ -273,7 +264,6 @@ def test_a_taken_tag_is_refused_before_the_body(
         replaced = upload(client, tag, small_snapshot.read_bytes(), replace="true")
         assert replaced.status_code == 202
         assert wait_for_phase(client, replaced.json()["id"], jobs.ENDED)["phase"] == "done"
-    forget(database, tag)
 
 
 def test_a_truncated_snapshot_fails_its_job_with_the_readers_error(
@@ -294,7 +284,6 @@ def test_a_truncated_snapshot_fails_its_job_with_the_readers_error(
     result = CliRunner().invoke(main, ["push", str(small_snapshot), "--tag", tag, "--server", service.url,
                                        "--token", WRITE, "--wait"])  # fmt: skip
     assert result.exit_code == 0, result.stderr  # the tag is free for a good upload
-    forget(database, tag)
 
 
 def test_push_says_why_a_load_failed_and_exits_non_zero(
@@ -357,7 +346,6 @@ def test_cancelling_a_running_load_leaves_nothing_visible(
     assert not visible(database, tag)
     assert all(s.status != "ready" for s in store.list_snapshots(database, include_incomplete=True) if s.tag == tag)
     assert spool_files(service) == []
-    forget(database, tag)
 
 
 @pytest.mark.slow
@@ -414,7 +402,6 @@ def test_a_service_killed_mid_load_fails_the_job_at_restart(
         assert visible(database, tag)
     finally:
         second.stop()
-        forget(database, tag)
 
 
 @pytest.mark.slow
@@ -444,7 +431,6 @@ def test_the_services_memory_stays_bounded_while_a_big_upload_streams(
         assert spool_files(service) == []
     finally:
         service.stop()
-        forget(database, tag)
 
 
 def test_decoders_bound_their_output_and_notice_a_cut(tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ from click.testing import CliRunner
 
 from heapdb.cli import main
 from heapdb.db import Database
-from heapdb.loader import analysis, formats, store
+from heapdb.loader import analysis, formats
 from heapdb.loader.graph import Detachedness
 from heapdb.queries import params
 from heapdb.queries.questions import Questions
@@ -108,8 +108,6 @@ def leak(database: Database, tmp_path_factory: pytest.TempPathFactory):
     candidates = result.reachable & (final.kind != final.node_kinds.index("synthetic")) & in_target & ~in_baseline
     candidates[final.root] = False
     yield tags, paths, final, candidates
-    for tag in tags.values():
-        store.drop(database, tag)
 
 
 @pytest.fixture(scope="module")
@@ -123,8 +121,6 @@ def default_tags(database: Database, leak) -> Iterator[dict[str, str]]:
         loaded = CliRunner().invoke(main, ["load", str(path), "--tag", tags[label]])
         assert loaded.exit_code == 0, loaded.output
     yield tags
-    for tag in tags.values():
-        store.drop(database, tag)
 
 
 def detached_candidates(final, candidates: np.ndarray) -> np.ndarray:

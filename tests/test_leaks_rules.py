@@ -71,8 +71,6 @@ def sessions(database: Database, tmp_path_factory: pytest.TempPathFactory) -> It
     snapshots = write_closure_cache_snapshots(tmp_path_factory.mktemp("closure-cache"), 50, LEAKED)
     loaded = Sessions(load_three(snapshots, "defaults"), load_three(snapshots, "none", "--rules", "none"))
     yield loaded
-    for tag in loaded.defaults + loaded.none:
-        invoke("drop", tag)
 
 
 def leaks(database: Database, tags: list[str]) -> list[dict[str, Any]]:
@@ -166,38 +164,34 @@ def test_known_leaks_are_answered_apart(database: Database, leak_snapshots: dict
     rules.write_text(KNOWN_RULES)
     tags = load_three(leak_snapshots, "known", "--rules", str(rules))
     plain = load_three(leak_snapshots, "plain")
-    try:
-        answer = ask_leaks(database, tags, 20)
-        known_types = {c.type for c in answer.known}
-        assert "LeakedItem" in known_types
-        assert "LeakedItem" not in {c.type for c in answer.clusters}
-        item = next(c for c in answer.known if c.type == "LeakedItem")
-        assert item.known_leak is not None
-        assert item.known_leak.reason == "the cache never evicts (ticket 42)"
-        assert item.known_leak.link == "https://example.invalid/issues/42"
-        # The same objects the plain load calls new leaks.
-        before = next(c for c in ask_leaks(database, plain, 20).clusters if c.type == "LeakedItem")
-        assert (item.objects, item.retained_size) == (before.objects, before.retained_size)
-        assert same_clusters_as_the_stored_query(database, tags) > len(answer.known) > 0
-        buffers = next(c for c in answer.clusters if c.type == "LeakedBuffer")
-        assert buffers.verdict == "expected: one buffer per listener"
+    answer = ask_leaks(database, tags, 20)
+    known_types = {c.type for c in answer.known}
+    assert "LeakedItem" in known_types
+    assert "LeakedItem" not in {c.type for c in answer.clusters}
+    item = next(c for c in answer.known if c.type == "LeakedItem")
+    assert item.known_leak is not None
+    assert item.known_leak.reason == "the cache never evicts (ticket 42)"
+    assert item.known_leak.link == "https://example.invalid/issues/42"
+    # The same objects the plain load calls new leaks.
+    before = next(c for c in ask_leaks(database, plain, 20).clusters if c.type == "LeakedItem")
+    assert (item.objects, item.retained_size) == (before.objects, before.retained_size)
+    assert same_clusters_as_the_stored_query(database, tags) > len(answer.known) > 0
+    buffers = next(c for c in answer.clusters if c.type == "LeakedBuffer")
+    assert buffers.verdict == "expected: one buffer per listener"
 
-        code, out, err = invoke("leaks", *tags, "--json")
-        assert code == 0, err
-        data = json.loads(out)
-        assert any(c["known_leak"]["reason"].startswith("the cache never evicts") for c in data["known"])
-        code, out, err = invoke("leaks", *tags)
-        assert code == 0, err
-        assert "known leaks" in out and "known: the cache never evicts (ticket 42)" in out
-        assert "verdict: expected: one buffer per listener" in out
+    code, out, err = invoke("leaks", *tags, "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert any(c["known_leak"]["reason"].startswith("the cache never evicts") for c in data["known"])
+    code, out, err = invoke("leaks", *tags)
+    assert code == 0, err
+    assert "known leaks" in out and "known: the cache never evicts (ticket 42)" in out
+    assert "verdict: expected: one buffer per listener" in out
 
-        sample = buffers.sample_ids[0]
-        code, out, err = invoke("object", tags[2], str(sample))
-        assert code == 0, err
-        assert "verdict: expected: one buffer per listener" in out
-        code, out, err = invoke("object", tags[2], str(item.sample_ids[0]))
-        assert code == 0, err
-        assert "part of a known leak: the cache never evicts (ticket 42)" in out
-    finally:
-        for tag in tags + plain:
-            invoke("drop", tag)
+    sample = buffers.sample_ids[0]
+    code, out, err = invoke("object", tags[2], str(sample))
+    assert code == 0, err
+    assert "verdict: expected: one buffer per listener" in out
+    code, out, err = invoke("object", tags[2], str(item.sample_ids[0]))
+    assert code == 0, err
+    assert "part of a known leak: the cache never evicts (ticket 42)" in out

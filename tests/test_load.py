@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -41,10 +40,7 @@ def invoke(*args: str) -> tuple[int, str, str]:
 
 @pytest.fixture
 def tag(database: Database):
-    name = unique_tag("load")
-    yield name
-    with contextlib.suppress(NotFound):
-        store.drop(database, name)
+    return unique_tag("load")
 
 
 def snapshot_row(database: Database, tag: str) -> dict:
@@ -180,30 +176,23 @@ def test_the_plugin_and_cypher_write_the_same_graph(database: Database, leak_sna
     data = store.LoadInput.from_analysis(graph, analysis.analyze(graph))
     tags = {writer: unique_tag(writer) for writer in ("auto", "cypher")}  # auto is the plugin here
     said: list[str] = []
-    try:
-        reports = {
-            writer: store.load(database, data, tag, writer=writer, say=said.append) for writer, tag in tags.items()
-        }
-        assert {writer: report.writer for writer, report in reports.items()} == {"auto": "plugin", "cypher": "cypher"}
-        assert said == []  # no notice: the plugin was there
-        plugin_objects, plugin_references = stored_graph(database, tags["auto"])
-        cypher_objects, cypher_references = stored_graph(database, tags["cypher"])
-        assert len(plugin_objects) == graph.node_count and len(plugin_references) == graph.edge_count
-        assert plugin_objects == cypher_objects
-        assert plugin_references == cypher_references
-        # `heapdb neo4j plugin` hands out the jar the managed Neo4j runs, for a Neo4j of one's own.
-        code, out, err = invoke("neo4j", "plugin")
-        assert code == 0, err
-        jar = Path(out.strip())
-        assert jar.read_bytes() == (neo4j_server.paths().plugins / neo4j_server.PLUGIN_JAR).read_bytes()
-        assert "org/heapdb/neo4j/BulkWrite.class" in zipfile.ZipFile(jar).namelist()
-        # Properties that do not apply are absent, not stored as null or false.
-        assert all(o.get("detached") in (None, True) for o in plugin_objects)
-        assert sum("dom" not in o or o["dom"] is None for o in plugin_objects) == int((data.idom < 0).sum())
-    finally:
-        for tag in tags.values():
-            with contextlib.suppress(NotFound):
-                store.drop(database, tag)
+    reports = {writer: store.load(database, data, tag, writer=writer, say=said.append) for writer, tag in tags.items()}
+    assert {writer: report.writer for writer, report in reports.items()} == {"auto": "plugin", "cypher": "cypher"}
+    assert said == []  # no notice: the plugin was there
+    plugin_objects, plugin_references = stored_graph(database, tags["auto"])
+    cypher_objects, cypher_references = stored_graph(database, tags["cypher"])
+    assert len(plugin_objects) == graph.node_count and len(plugin_references) == graph.edge_count
+    assert plugin_objects == cypher_objects
+    assert plugin_references == cypher_references
+    # `heapdb neo4j plugin` hands out the jar the managed Neo4j runs, for a Neo4j of one's own.
+    code, out, err = invoke("neo4j", "plugin")
+    assert code == 0, err
+    jar = Path(out.strip())
+    assert jar.read_bytes() == (neo4j_server.paths().plugins / neo4j_server.PLUGIN_JAR).read_bytes()
+    assert "org/heapdb/neo4j/BulkWrite.class" in zipfile.ZipFile(jar).namelist()
+    # Properties that do not apply are absent, not stored as null or false.
+    assert all(o.get("detached") in (None, True) for o in plugin_objects)
+    assert sum("dom" not in o or o["dom"] is None for o in plugin_objects) == int((data.idom < 0).sum())
 
 
 def test_a_neo4j_without_the_plugin_gets_cypher_with_a_notice(
@@ -491,24 +480,16 @@ def test_load_real_luau_dump(database: Database, tag: str) -> None:
 @pytest.mark.slow  # two real Node snapshots written and loaded
 def test_path_groups_compare_two_builds(database: Database, leak_snapshots: dict[str, Path]) -> None:
     before, after = unique_tag("before"), unique_tag("after")
-    try:
-        for tag, label in ((before, "baseline"), (after, "final")):
-            code, _, err = invoke("load", str(leak_snapshots[label]), "--tag", tag)
-            assert code == 0, err
-        # The query of docs/data-model.md, as written there.
-        doc = (Path(__file__).resolve().parents[1] / "docs" / "data-model.md").read_text()
-        cypher = (
-            doc.split("Comparing two builds by path is then a join on `sig`:")[1].split("```cypher")[1].split("```")[0]
-        )
-        rows = database.read(cypher, {"before": before, "after": after})
-        growth = {row["g.path"]: row["growth"] for row in rows}
-        # leak.js grows its cache of LeakedItem and its listeners' LeakedBuffer by the same units each step.
-        leaked = {
-            path: g for path, g in growth.items() if path.endswith("→ LeakedItem") or path.endswith("→ LeakedBuffer")
-        }
-        assert leaked, f"no leaked class among the top path groups: {list(growth)[:10]}"
-        assert all(g > 0 for g in leaked.values())
-        assert max(growth.values()) == max(leaked.values()) or max(leaked.values()) >= 100
-    finally:
-        for tag in (before, after):
-            store.drop(database, tag)
+    for tag, label in ((before, "baseline"), (after, "final")):
+        code, _, err = invoke("load", str(leak_snapshots[label]), "--tag", tag)
+        assert code == 0, err
+    # The query of docs/data-model.md, as written there.
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "data-model.md").read_text()
+    cypher = doc.split("Comparing two builds by path is then a join on `sig`:")[1].split("```cypher")[1].split("```")[0]
+    rows = database.read(cypher, {"before": before, "after": after})
+    growth = {row["g.path"]: row["growth"] for row in rows}
+    # leak.js grows its cache of LeakedItem and its listeners' LeakedBuffer by the same units each step.
+    leaked = {path: g for path, g in growth.items() if path.endswith("→ LeakedItem") or path.endswith("→ LeakedBuffer")}
+    assert leaked, f"no leaked class among the top path groups: {list(growth)[:10]}"
+    assert all(g > 0 for g in leaked.values())
+    assert max(growth.values()) == max(leaked.values()) or max(leaked.values()) >= 100

@@ -7,11 +7,9 @@ object for object; the references keep the relationship types of the plain load.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +21,6 @@ from fastapi.testclient import TestClient
 
 from heapdb.cli import main
 from heapdb.db import Database
-from heapdb.errors import NotFound
 from heapdb.loader import analysis, formats, store
 from heapdb.loader.analysis import retaining_edges
 from heapdb.loader.graph import HeapGraph
@@ -146,7 +143,7 @@ def _load(database: Database, snapshot: Path, graph: HeapGraph, label: str, *opt
 
 
 @pytest.fixture(scope="module")
-def loads(database: Database, leak_snapshot: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Loads]:
+def loads(database: Database, leak_snapshot: Path, tmp_path_factory: pytest.TempPathFactory) -> Loads:
     folder = tmp_path_factory.mktemp("rules")
     files = {"owns": folder / "owns.toml", "ignore": folder / "ignore.toml"}
     files["owns"].write_text(OWNS_RULES)
@@ -170,10 +167,7 @@ def loads(database: Database, leak_snapshot: Path, tmp_path_factory: pytest.Temp
             compiled.bucket_names if compiled is not None else (),
             compiled.bucket if compiled is not None else None,
         )
-    yield Loads(graph, made["plain"], made["owns"], made["ignore"], files, tags)
-    for tag in tags:
-        with contextlib.suppress(NotFound):
-            store.drop(database, tag)
+    return Loads(graph, made["plain"], made["owns"], made["ignore"], files, tags)
 
 
 def stored_objects(database: Database, sid: int, graph: HeapGraph) -> dict[str, np.ndarray]:
@@ -434,21 +428,18 @@ def _groups(database: Database, sid: int) -> list[dict[str, Any]]:
 def test_default_rules_store_the_plain_figures(database: Database, loads: Loads, leak_snapshot: Path) -> None:
     """No --rules: the default rules, which change no stored figure, only add their views."""
     tag, sid = _load(database, leak_snapshot, loads.graph, "defaults")
-    try:
-        views = ("through", "holder", "rank", "type_rank")
-        defaults, plain = _all_objects(database, sid), _all_objects(database, loads.plain.sid)
-        assert [{k: v for k, v in o.items() if k not in views} for o in defaults] == [
-            {k: v for k, v in o.items() if k not in views} for o in plain
-        ]
-        assert any(o.get("through") for o in defaults) and not any(o.get("through") for o in plain)
-        assert _references(database, sid) == _references(database, loads.plain.sid)
-        assert _groups(database, sid) == [{**g, "sid": sid} for g in _groups(database, loads.plain.sid)]
-        snapshot = store.get_snapshot(database, tag)
-        assert snapshot.default_rules == "v8" and snapshot.rules is None and snapshot.look_through
-        none = store.get_snapshot(database, loads.plain.tag).as_dict()
-        assert not {"rules", "rules_digest", "ambiguous_objects", "default_rules", "look_through"} & none.keys()
-    finally:
-        store.drop(database, tag)
+    views = ("through", "holder", "rank", "type_rank")
+    defaults, plain = _all_objects(database, sid), _all_objects(database, loads.plain.sid)
+    assert [{k: v for k, v in o.items() if k not in views} for o in defaults] == [
+        {k: v for k, v in o.items() if k not in views} for o in plain
+    ]
+    assert any(o.get("through") for o in defaults) and not any(o.get("through") for o in plain)
+    assert _references(database, sid) == _references(database, loads.plain.sid)
+    assert _groups(database, sid) == [{**g, "sid": sid} for g in _groups(database, loads.plain.sid)]
+    snapshot = store.get_snapshot(database, tag)
+    assert snapshot.default_rules == "v8" and snapshot.rules is None and snapshot.look_through
+    none = store.get_snapshot(database, loads.plain.tag).as_dict()
+    assert not {"rules", "rules_digest", "ambiguous_objects", "default_rules", "look_through"} & none.keys()
 
 
 def _no_snapshot(database: Database, tag: str) -> bool:
@@ -500,21 +491,18 @@ def test_a_stored_rule_set(database: Database, loads: Loads, leak_snapshot: Path
             "load", str(leak_snapshot), "--tag", tag, "--json", "--rules", name, "--disable-group", "*"
         )
         assert code == 0, err
-        try:
-            g = loads.graph
-            # '*' switches off every group, the default rules' too: no objects are looked through.
-            expected, result, _ = _expected(g, AMBIGUOUS_RULES, defaults=False)
-            assert len(result.ambiguous) >= 600
-            assert f"warning: {len(result.ambiguous):,} objects of ambiguous ownership" in err
-            assert json.loads(out)["rules"]["ambiguous_objects"] == len(result.ambiguous)
-            snapshot = store.get_snapshot(database, tag)
-            assert (snapshot.rules, snapshot.rules_version) == (name, 1)
-            assert snapshot.rules_digest == digest(AMBIGUOUS_RULES)
-            assert snapshot.ambiguous_objects == len(result.ambiguous)
-            assert snapshot.rules_disabled_groups == ("*",)
-            assert_stores_the_analysis(database, g, Loaded(tag, snapshot.sid, expected, result))
-        finally:
-            store.drop(database, tag)
+        g = loads.graph
+        # '*' switches off every group, the default rules' too: no objects are looked through.
+        expected, result, _ = _expected(g, AMBIGUOUS_RULES, defaults=False)
+        assert len(result.ambiguous) >= 600
+        assert f"warning: {len(result.ambiguous):,} objects of ambiguous ownership" in err
+        assert json.loads(out)["rules"]["ambiguous_objects"] == len(result.ambiguous)
+        snapshot = store.get_snapshot(database, tag)
+        assert (snapshot.rules, snapshot.rules_version) == (name, 1)
+        assert snapshot.rules_digest == digest(AMBIGUOUS_RULES)
+        assert snapshot.ambiguous_objects == len(result.ambiguous)
+        assert snapshot.rules_disabled_groups == ("*",)
+        assert_stores_the_analysis(database, g, Loaded(tag, snapshot.sid, expected, result))
     finally:
         rulesets.remove_rule_set(database, name)
 

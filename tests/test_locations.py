@@ -122,8 +122,7 @@ def loaded(database: Database, graph: HeapGraph):
     result = analysis.analyze(graph)
     tag = f"test-locations-{uuid.uuid4().hex[:8]}"
     store.load(database, store.LoadInput.from_analysis(graph, result), tag)
-    yield tag
-    store.drop(database, tag)
+    return tag
 
 
 def invoke(*args: str) -> str:

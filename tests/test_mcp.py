@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,6 @@ from mcp.types import CallToolResult, TextContent
 from heapdb.cli import main
 from heapdb.db import Database
 from heapdb.errors import NotFound, ParameterError
-from heapdb.loader import store
 from heapdb.neo4j_server import free_port
 from heapdb.queries import catalog, params, results
 from heapdb.queries.questions import Questions
@@ -174,16 +173,14 @@ def as_agent_sees(answer: Any, detail: str = "compact") -> Any:
 
 
 @pytest.fixture(scope="module")
-def loaded(database: Database, leak_snapshots: dict[str, Path]) -> Iterator[dict[str, str]]:
+def loaded(database: Database, leak_snapshots: dict[str, Path]) -> dict[str, str]:
     """The three leak.js snapshots loaded under unique tags (no rules: leaks as memlab sees them)."""
     run = uuid.uuid4().hex[:8]
     tags = {label: f"test-mcp-{label}-{run}" for label in ("baseline", "target", "final")}
     for label, tag in tags.items():
         result = CliRunner().invoke(main, ["load", str(leak_snapshots[label]), "--tag", tag, "--rules", "none"])
         assert result.exit_code == 0, result.output
-    yield tags
-    for tag in tags.values():
-        store.drop(database, tag)
+    return tags
 
 
 # --- over a real server ------------------------------------------------------------------------

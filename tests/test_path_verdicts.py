@@ -82,16 +82,12 @@ def tags(
     rules = tmp_path_factory.mktemp("path-verdicts") / "rules.toml"
     rules.write_text(RULES)
     loaded = []
-    try:
-        for name in LABELS:
-            tag = f"test-path-verdicts-{name}-{uuid.uuid4().hex[:6]}"
-            code, _out, err = invoke("load", str(leak_snapshots[name]), "--tag", tag, "--rules", str(rules))
-            assert code == 0, err
-            loaded.append(tag)
-        yield loaded
-    finally:
-        for tag in loaded:
-            invoke("drop", tag)
+    for name in LABELS:
+        tag = f"test-path-verdicts-{name}-{uuid.uuid4().hex[:6]}"
+        code, _out, err = invoke("load", str(leak_snapshots[name]), "--tag", tag, "--rules", str(rules))
+        assert code == 0, err
+        loaded.append(tag)
+    yield loaded
 
 
 def stored(database: Database, tag: str, sigs: list[int]) -> dict[int, dict[str, Any]]:

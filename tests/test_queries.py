@@ -24,7 +24,6 @@ from click.testing import CliRunner
 from heapdb.cli import main
 from heapdb.db import Database
 from heapdb.errors import NotFound, ParameterError
-from heapdb.loader import store
 from heapdb.loader.analysis import kernels
 from heapdb.loader.graph import EDGE_KIND_NAMES
 from heapdb.queries import catalog, docs, ignoring, params
@@ -40,8 +39,7 @@ LEAK_TYPES = ("LeakedItem", "LeakedBuffer", "LeakyCache")
 @pytest.fixture(scope="module")
 def v8(database: Database, leak_snapshot: Path):
     loaded = load_snapshot(database, leak_snapshot, "queries-v8")
-    yield loaded
-    store.drop(database, loaded.tag)
+    return loaded
 
 
 @pytest.fixture(scope="module")
@@ -49,8 +47,7 @@ def luau(database: Database):
     if not LUAU_FIXTURE.exists():
         pytest.skip(f"the Luau fixtures are not there ({LUAU_FIXTURE})")
     loaded = load_snapshot(database, LUAU_FIXTURE, "queries-luau")
-    yield loaded
-    store.drop(database, loaded.tag)
+    return loaded
 
 
 @pytest.fixture(scope="module")

@@ -8,13 +8,11 @@ stores: dominators, retained sizes and counts, reachability, distances and bucke
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import socket
 import uuid
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +23,7 @@ from click.testing import CliRunner
 
 from heapdb.cli import main
 from heapdb.db import Database
-from heapdb.errors import NotFound, ReferencesLoading
+from heapdb.errors import ReferencesLoading
 from heapdb.loader import formats, store
 from heapdb.loader.graph import NUMERIC_NAME_KINDS, Detachedness, HeapGraph
 from heapdb.loader.store import read_back, writer
@@ -67,7 +65,7 @@ def sid_of(database: Database, tag: str) -> int:
 
 
 @pytest.fixture(scope="module")
-def loads(database: Database, leak_snapshot: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Loads]:
+def loads(database: Database, leak_snapshot: Path, tmp_path_factory: pytest.TempPathFactory) -> Loads:
     rules_file = tmp_path_factory.mktemp("reanalyze") / "rules.toml"
     rules_file.write_text(RULES)
     run = uuid.uuid4().hex[:8]
@@ -77,10 +75,7 @@ def loads(database: Database, leak_snapshot: Path, tmp_path_factory: pytest.Temp
         options = ("--rules", str(rules_file) if label == "ruled" else "none")
         code, _, err = invoke("load", str(leak_snapshot), "--tag", tag, *options)
         assert code == 0, err
-    yield Loads(tags["subject"], tags["plain"], tags["ruled"], rules_file)
-    for tag in tags.values():
-        with contextlib.suppress(NotFound):
-            store.drop(database, tag)
+    return Loads(tags["subject"], tags["plain"], tags["ruled"], rules_file)
 
 
 def differences(database: Database, sid: int, expected_sid: int) -> tuple[int, list[dict[str, Any]]]:

@@ -25,8 +25,7 @@ def loaded(database: Database, leak_snapshots: dict[str, Path]):
     result = analysis.analyze(graph)
     tag = f"test-service-{uuid.uuid4().hex[:8]}"
     store.load(database, store.LoadInput.from_analysis(graph, result), tag)
-    yield tag, graph, result
-    store.drop(database, tag)
+    return tag, graph, result
 
 
 @pytest.fixture(scope="module")

@@ -32,8 +32,7 @@ LUAU_FINAL = LUAU_FIXTURES / "luau-3-final.json"
 @pytest.fixture(scope="module")
 def v8(database: Database, leak_snapshot: Path):
     loaded = load_snapshot(database, leak_snapshot, "suspects-v8")
-    yield loaded
-    store.drop(database, loaded.tag)
+    return loaded
 
 
 @pytest.fixture(scope="module")
@@ -41,8 +40,7 @@ def luau(database: Database):
     if not LUAU_FINAL.exists():
         pytest.skip(f"the Luau fixtures are not there ({LUAU_FINAL})")
     loaded = load_snapshot(database, LUAU_FINAL, "suspects-luau")
-    yield loaded
-    store.drop(database, loaded.tag)
+    return loaded
 
 
 def expected_suspects(graph, result, share: float, percent: int):

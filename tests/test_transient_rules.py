@@ -10,7 +10,6 @@ distances.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import uuid
 from pathlib import Path
@@ -22,7 +21,7 @@ from click.testing import CliRunner
 from heapdb.cli import main
 from heapdb.cli.steps import RulesChoice, analyse_for_store
 from heapdb.db import Database
-from heapdb.errors import NotFound, RuleError
+from heapdb.errors import RuleError
 from heapdb.loader import analysis, formats, store
 from heapdb.loader.graph import EdgeKind, HeapGraph
 from heapdb.loader.paths import describe_path, first_paths
@@ -199,18 +198,13 @@ def test_load_and_reanalyze_under_a_transient_rule_agree(
         assert result.exit_code == 0, result.output
         return result.stdout
 
-    try:
-        invoke("load", str(leak_snapshot), "--tag", subject, "--rules", "none")
-        invoke("load", str(leak_snapshot), "--tag", ruled, "--rules", str(path))
-        plain = distances(database, subject)
-        invoke("reanalyze", subject, "--rules", str(path))
-        again, fresh = distances(database, subject), distances(database, ruled)
-        assert again == fresh
-        assert sum(plain[i] != fresh[i] for i in fresh) > 0, "the rule moves some objects' distances"
-    finally:
-        for tag in (subject, ruled):
-            with contextlib.suppress(NotFound):
-                store.drop(database, tag)
+    invoke("load", str(leak_snapshot), "--tag", subject, "--rules", "none")
+    invoke("load", str(leak_snapshot), "--tag", ruled, "--rules", str(path))
+    plain = distances(database, subject)
+    invoke("reanalyze", subject, "--rules", str(path))
+    again, fresh = distances(database, subject), distances(database, ruled)
+    assert again == fresh
+    assert sum(plain[i] != fresh[i] for i in fresh) > 0, "the rule moves some objects' distances"
 
 
 def distances(database: Database, tag: str) -> dict[int, int]:

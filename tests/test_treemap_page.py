@@ -7,12 +7,10 @@ Screenshots go to ``$HEAPDB_SCREENSHOTS`` (default ``test-artifacts/screenshots`
 
 from __future__ import annotations
 
-import contextlib
 import html
 import re
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -23,8 +21,6 @@ from fastapi.testclient import TestClient
 
 from heapdb.cli import main
 from heapdb.db import Database
-from heapdb.errors import NotFound
-from heapdb.loader import store
 from heapdb.renderers import treemap
 from heapdb.service import pages
 from heapdb.service.app import create_app
@@ -213,18 +209,14 @@ def test_treemap_server_time_is_reported(client: TestClient, loaded: Loaded) -> 
 
 
 @pytest.fixture(scope="module")
-def owned(database: Database, leak_snapshot: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def owned(database: Database, leak_snapshot: Path, tmp_path_factory: pytest.TempPathFactory) -> str:
     """The leak snapshot loaded with ``heapdb load --rules`` under BUCKET_RULES: its tag."""
     rules = tmp_path_factory.mktemp("treemap-rules") / "buckets.toml"
     rules.write_text(BUCKET_RULES)
     tag = f"test-treemap-owner-{uuid.uuid4().hex[:8]}"
     result = CliRunner().invoke(main, ["load", str(leak_snapshot), "--tag", tag, "--rules", str(rules), "--json"])
     assert result.exit_code == 0, result.stderr
-    try:
-        yield tag
-    finally:
-        with contextlib.suppress(NotFound):
-            store.drop(database, tag)
+    return tag
 
 
 def stored_buckets(database: Database, tag: str, ids: list[int]) -> dict[int, str | None]:

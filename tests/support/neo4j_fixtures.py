@@ -2,7 +2,7 @@
 
 The session gets its own XDG data and config directories (so tests never touch a person's own
 heapdb instance or config) and free ports. Maven's ~/.m2 is shared, so after the first run the
-install is only a classpath lookup. Tests that write data use unique snapshot tags and drop them.
+install is only a classpath lookup. Tests that write data use unique snapshot tags and leave them (see CONTRIBUTING.md, "Tests").
 """
 
 from __future__ import annotations

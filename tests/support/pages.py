@@ -10,7 +10,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from heapdb.db import Database
-from heapdb.loader import store
 from tests.support.snapshots import Loaded, load_snapshot
 from tests.support.v8 import JS_DIR
 
@@ -35,7 +34,4 @@ def loaded_for_pages(
     if tag is not None:
         database.write("MATCH (s:Snapshot {tag: $old}) SET s.tag = $tag", {"old": snapshot.tag, "tag": tag})
         snapshot = Loaded(tag, snapshot.graph, snapshot.result)
-    try:
-        yield snapshot
-    finally:
-        store.drop(database, snapshot.tag)
+    yield snapshot
