@@ -82,6 +82,7 @@ class ManagedSettings:
     http_port: int = settings.MANAGED_HTTP_PORT.fallback
     heap: str = ""
     pagecache: str = ""
+    gc: str = settings.MANAGED_GC.fallback
     password: str = ""
 
     def __post_init__(self) -> None:

@@ -79,6 +79,20 @@ def chromium_version(binary: str | None = None) -> str:
     return subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=60, check=False).stdout.strip()
 
 
+# Where a person clicks an element: a point of it that no other element covers. Its centre first;
+# when something else is drawn there (a treemap's rectangle holds its children's rectangles, which
+# may cover its centre and leave only its title strip its own), points nearer its top-left corner.
+_VISIBLE_POINT = """selector => {
+  const e = document.querySelector(selector);
+  e.scrollIntoView({block: 'center'});
+  const r = e.getBoundingClientRect();
+  const points = [[r.left + r.width / 2, r.top + r.height / 2], [r.left + r.width / 2, r.top + 4],
+                  [r.left + 4, r.top + r.height / 2], [r.left + 4, r.top + 4]];
+  const own = points.find(([x, y]) => { const hit = document.elementFromPoint(x, y); return hit && e.contains(hit); });
+  return own || points[0];
+}"""
+
+
 class ChromiumPage:
     """A headless Chromium (fresh profile) with one page loaded, kept open until :meth:`close`.
 
@@ -152,11 +166,7 @@ class ChromiumPage:
         wait for the page it leads to, and return that page's URL."""
         session = self._live()
         before = session.evaluate("location.href")
-        found = json.dumps(selector)
-        x, y = session.evaluate(
-            f"(() => {{ const e = document.querySelector({found}); e.scrollIntoView({{block: 'center'}});"
-            " const r = e.getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; })()"
-        )
+        x, y = session.evaluate(f"({_VISIBLE_POINT})({json.dumps(selector)})")
         for kind in ("mouseMoved", "mousePressed", "mouseReleased"):
             session.call("Input.dispatchMouseEvent", {"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1})
         session.wait_for(f"location.href !== {json.dumps(before)} && document.readyState === 'complete'")

@@ -115,8 +115,10 @@ def test_lifecycle_through_the_cli(tmp_path: Path) -> None:
     """install, start twice, status, a query, stop twice: on a second, private instance."""
     env = private_env(tmp_path)
     install = run_heapdb(
-        ["neo4j", "install", "--bolt-port", "auto", "--http-port", "auto", "--heap", "512m", "--pagecache", "256m"], env
-    )
+        ["neo4j", "install", "--bolt-port", "auto", "--http-port", "auto", "--heap", "512m", "--pagecache", "256m",
+         "--gc", "parallel"],
+        env,
+    )  # fmt: skip
     assert install.returncode == 0, install.stderr
     try:
         first = run_heapdb(["neo4j", "start"], env)
@@ -129,7 +131,9 @@ def test_lifecycle_through_the_cli(tmp_path: Path) -> None:
 
         status = run_heapdb(["neo4j", "status", "--json"], env)
         info = json.loads(status.stdout)
-        assert info["running"] and info["heap"] == "512m" and info["pagecache"] == "256m"
+        assert info["running"] and info["heap"] == "512m" and info["pagecache"] == "256m" and info["gc"] == "parallel"
+        java = Path(f"/proc/{info['pid']}/cmdline").read_bytes().split(b"\0")
+        assert b"-XX:+UseParallelGC" in java and b"-XX:+UseG1GC" not in java
 
         query = run_heapdb(["cypher", "--json", "RETURN 1 AS one"], env)
         assert json.loads(query.stdout) == [{"one": 1}]

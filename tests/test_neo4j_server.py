@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 from click.testing import CliRunner
 
@@ -67,6 +68,21 @@ def test_status_shows_store_and_log_sizes(database: Database) -> None:
         settings.heap = json.loads(result.stdout)["heap"]
         config.save_managed_settings(settings)
     assert not neo4j_server.settings_pending()
+    # So is another garbage collector, though it is a flag of the JVM, not a line of neo4j.conf.
+    settings.gc = "g1" if settings.gc != "g1" else "serial"
+    config.save_managed_settings(settings)
+    try:
+        assert neo4j_server.settings_pending()
+    finally:
+        settings.gc = json.loads(result.stdout)["gc"]
+        config.save_managed_settings(settings)
+    assert not neo4j_server.settings_pending()
+
+
+def test_the_jvm_runs_the_collector_the_settings_name(neo4j_server_settings: config.ManagedSettings) -> None:
+    java = Path(f"/proc/{neo4j_server.running_pid()}/cmdline").read_bytes().split(b"\0")
+    chosen = [flag for flag in java if flag.startswith(b"-XX:+Use") and flag.endswith(b"GC")]
+    assert chosen == [neo4j_server.gc_flag(neo4j_server_settings).encode()]
 
 
 # debug.log as Neo4j 5.26.30 wrote it when started after a kill -9 during a load (trimmed).

@@ -9,6 +9,7 @@ import click
 
 from heapdb import config, neo4j_server
 from heapdb.cli import main
+from heapdb.settings import GARBAGE_COLLECTORS, MANAGED_GC
 from heapdb.units import human_bytes
 
 
@@ -51,19 +52,23 @@ def neo4j_group() -> None:
 @click.option("--http-port", type=PortType(), help="HTTP port for the Browser (default 7474; 'auto' picks a free one).")
 @click.option("--heap", type=SIZE, help="JVM heap, e.g. 4g (default: a sixth of the machine's memory).")
 @click.option("--pagecache", type=SIZE, help="Page cache, e.g. 6g (default: a quarter of the machine's memory).")
-def install(bolt_port: int | None, http_port: int | None, heap: str | None, pagecache: str | None) -> None:
+@click.option("--gc", type=click.Choice(list(GARBAGE_COLLECTORS)), help=MANAGED_GC.help)
+def install(
+    bolt_port: int | None, http_port: int | None, heap: str | None, pagecache: str | None, gc: str | None
+) -> None:
     """Fetch Neo4j from Maven Central (cached in ~/.m2) and set up its database and password.
 
     Running it again only changes the given settings; they apply at the next start.
     """
     settings = config.managed_settings()
-    for field, value in (("bolt_port", bolt_port), ("http_port", http_port), ("heap", heap), ("pagecache", pagecache)):
+    given = {"bolt_port": bolt_port, "http_port": http_port, "heap": heap, "pagecache": pagecache, "gc": gc}
+    for field, value in given.items():
         if value is not None:
             setattr(settings, field, value)
     settings = neo4j_server.install(settings, say=_say)
     click.echo(
         f"Neo4j {neo4j_server.NEO4J_VERSION} installed: bolt://127.0.0.1:{settings.bolt_port}, "
-        f"Browser http://127.0.0.1:{settings.http_port}/browser/, heap {settings.heap}, page cache {settings.pagecache}. "
+        f"Browser http://127.0.0.1:{settings.http_port}/browser/, heap {settings.heap}, page cache {settings.pagecache}, collector {settings.gc}. "
         f"Credentials in {config.config_file()}."
     )
 
@@ -114,7 +119,7 @@ def status(as_json: bool) -> None:
         f"installed: {'yes' if info['installed'] else 'no'} (Neo4j {info['neo4j_version']}, Browser {info['browser_version']})",
         f"bolt:      {info['bolt_uri']}",
         f"browser:   {info['browser_url']}",
-        f"memory:    heap {info['heap']}, page cache {info['pagecache']}",
+        f"memory:    heap {info['heap']}, page cache {info['pagecache']}, collector {info['gc']}",
         f"data:      {human_bytes(int(str(info['data_bytes'])))} in {info['home']}",
         f"store:     {human_bytes(int(str(info['store_bytes'])))}",
         f"tx logs:   {human_bytes(int(str(info['tx_log_bytes'])))}",

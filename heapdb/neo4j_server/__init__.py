@@ -34,7 +34,14 @@ from collections.abc import Callable, Iterator
 
 from heapdb import config
 from heapdb.errors import Neo4jServerError
-from heapdb.neo4j_server.conf import SHUTDOWN_SETTINGS, TX_LOG_SETTINGS, conf_text, settings_pending, write_conf
+from heapdb.neo4j_server.conf import (
+    SHUTDOWN_SETTINGS,
+    TX_LOG_SETTINGS,
+    conf_text,
+    gc_flag,
+    settings_pending,
+    write_conf,
+)
 from heapdb.neo4j_server.dist import classpath, install, is_installed, neo4j_env, resolve
 from heapdb.neo4j_server.layout import (
     ADMIN_TOOL,
@@ -52,6 +59,7 @@ from heapdb.neo4j_server.ports import PORT_RELEASE_SECONDS, bolt_answers, free_p
 from heapdb.neo4j_server.status import dir_size, running_pid, status
 from heapdb.neo4j_server.tools import java_executable, java_major_version
 from heapdb.processes import pid_alive
+from heapdb.settings import MANAGED_GC
 
 __all__ = [
     "ADMIN_TOOL",
@@ -69,6 +77,7 @@ __all__ = [
     "build_plugin",
     "classpath",
     "conf_text",
+    "gc_flag",
     "dir_size",
     "free_port",
     "install",
@@ -93,7 +102,6 @@ __all__ = [
 # The JVM flags of Neo4j's own default neo4j.conf (server.jvm.additional): without the add-opens the
 # page cache falls back to a slower mode, and without native access Netty warns at every start.
 JVM_FLAGS = [
-    "-XX:+UseG1GC",
     "-XX:-OmitStackTraceInFastThrow",
     "-XX:+UnlockExperimentalVMOptions",
     "-XX:+TrustFinalNonStaticFields",
@@ -165,6 +173,7 @@ def start(timeout: float = 180, say: Say = quiet) -> bool:
         java,
         f"-Xms{settings.heap}",
         f"-Xmx{settings.heap}",
+        gc_flag(settings),
         *JVM_FLAGS,
         f"@{argfile}",
         ENTRY_POINT,
@@ -282,12 +291,14 @@ def stop(timeout: float = 120, say: Say = quiet) -> bool:
 
 
 @contextlib.contextmanager
-def running_on_free_ports(heap: str, pagecache: str, timeout: float = 240) -> Iterator[config.ManagedSettings]:
+def running_on_free_ports(
+    heap: str, pagecache: str, timeout: float = 240, gc: str = MANAGED_GC.fallback
+) -> Iterator[config.ManagedSettings]:
     """The managed Neo4j installed on free ports with this memory, started, and stopped on the way
     out: for the test suite and the benchmarks, each with a Neo4j of its own (point ``XDG_DATA_HOME``
     and ``XDG_CONFIG_HOME`` at a directory of its own first)."""
     settings = install(
-        config.ManagedSettings(bolt_port=free_port(), http_port=free_port(), heap=heap, pagecache=pagecache)
+        config.ManagedSettings(bolt_port=free_port(), http_port=free_port(), heap=heap, pagecache=pagecache, gc=gc)
     )
     start(timeout=timeout)
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from heapdb import config
 from heapdb.neo4j_server.layout import paths
+from heapdb.settings import GARBAGE_COLLECTORS
 
 # Transaction logs. Snapshots can be loaded again from their files, so the logs serve only crash
 # recovery: nothing is kept beyond what recovery needs, a checkpoint follows every 256 MiB of log
@@ -29,11 +30,19 @@ SHUTDOWN_SETTINGS = (
 )
 
 
+def gc_flag(settings: config.ManagedSettings) -> str:
+    """The JVM flag of the garbage collector the settings name (heapdb.settings.GARBAGE_COLLECTORS)."""
+    return f"-XX:+Use{GARBAGE_COLLECTORS[settings.gc]}GC"
+
+
 def conf_text(settings: config.ManagedSettings) -> str:
     """neo4j.conf: loopback only, auth on, usage reporting off, memory from the settings, short logs."""
     p = paths()
     lines = [
         "# Written by heapdb at every start from its config file; edit that instead.",
+        # heapdb starts Java itself, so the JVM's flags are not settings of this file; this line
+        # says which collector runs, and makes a change of it a pending setting (settings_pending).
+        f"# The JVM runs with {gc_flag(settings)}.",
         "server.default_listen_address=127.0.0.1",
         "server.default_advertised_address=127.0.0.1",
         f"server.bolt.listen_address=127.0.0.1:{settings.bolt_port}",

@@ -54,6 +54,7 @@ def status() -> dict[str, object]:
         "browser_url": f"http://127.0.0.1:{settings.http_port}/browser/",
         "heap": settings.heap,
         "pagecache": settings.pagecache,
+        "gc": settings.gc,
         "home": str(p.instance),
         "data_bytes": dir_size(p.data),
         "store_bytes": dir_size(p.store),

@@ -44,10 +44,12 @@ def neo4j_server_settings(isolated_heapdb_home: Path) -> Iterator[config.Managed
     3 GB of heap, not 1: with 1 GB, Neo4j's long-lived half (about 500 MB by mid-run) left G1 an eden
     of 18 MB, and the JVM spent a third of its CPU collecting (1,674 young collections and 908
     concurrent cycles in 13 minutes), on a suite whose time is Neo4j's CPU. Users' instances get a
-    sixth of the machine's memory by default (`heapdb neo4j install --heap`)."""
+    sixth of the machine's memory by default (`heapdb neo4j install --heap`). The serial collector,
+    not G1: a third less of Neo4j's CPU per load (heapdb.settings.GARBAGE_COLLECTORS)."""
     with neo4j_server.running_on_free_ports(
         heap=os.environ.get("HEAPDB_TEST_NEO4J_HEAP", "3g"),
         pagecache=os.environ.get("HEAPDB_TEST_NEO4J_PAGECACHE", "1g"),
+        gc=os.environ.get("HEAPDB_TEST_NEO4J_GC", "serial"),
     ) as settings:
         yield settings
 
