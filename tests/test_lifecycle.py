@@ -296,7 +296,6 @@ def test_one_purger_per_database_and_a_dead_ones_claim_is_taken_over(database: D
 
 
 def test_delete_objects_stops_between_chunks_and_resumes(database: Database, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(lifecycle, "CHUNK_OBJECTS", 500)
     monkeypatch.setattr(lifecycle, "BIG_HOLDER", 20)  # the hubs of the synthetic heap have theirs deleted alone
     tag = unique_tag("resume")
     sid = load_synthetic(database, tag)

@@ -52,7 +52,6 @@ STALE_SECONDS = 60  # a loader or purger on another host silent this long is tak
 MAX_TAG_CHARS = 1_000  # a tag stays short enough to be a path segment of the REST service's URLs
 FAILURE_CHARS = 2_000  # a failure's reason is cut to this many characters
 DELETE_BATCH = 20_000  # records per transaction when freeing a snapshot
-CHUNK_OBJECTS = 100_000  # objects per delete statement: the unit of progress, and where a purge may stop
 BIG_HOLDER = 50_000  # an object holding more references than this has them deleted on their own
 
 Say = Callable[[str], None]
@@ -193,20 +192,19 @@ RETURN snapshots, collect(p {{.pid, .host, .token, age: {age("p")}}}) AS purgers
 """
 
 
-# Object ids in order, CHUNK_OBJECTS at a time, read from the (sid, id) index in its own order.
+# Each statement below is one transaction of its own, committed before the next starts. Not
+# `CALL { } IN TRANSACTIONS`: its outer transaction holds a shared schema lock while its batches
+# run, so an index created or dropped meanwhile (the service's index upgrade, ensure_schema) queued
+# its exclusive lock behind it, the next batch queued behind that, and both waited forever, a
+# deadlock Neo4j does not detect (docs/decisions.md).
+# The id after which the next `size` objects end, read from the (sid, id) index in its own order.
 _CHUNK_END = (
     "MATCH (o:Object {sid: $sid}) WHERE o.id > $after WITH o ORDER BY o.sid, o.id SKIP $skip LIMIT 1 RETURN o.id AS id"
 )
 _BIG_HOLDERS = "MATCH (o:Object {sid: $sid}) WHERE o.id IS NOT NULL AND COUNT { (o)-->() } > $degree RETURN o.id AS id"
-_DELETE_HELD = "MATCH (:Object {sid: $sid, id: $id})-[r]->() CALL (r) { DELETE r } IN TRANSACTIONS OF $batch ROWS"
-_DELETE_REFERENCES = (
-    "MATCH (o:Object {sid: $sid}) WHERE o.id > $after AND o.id <= $upto "
-    "CALL (o) { MATCH (o)-[r]->() DELETE r } IN TRANSACTIONS OF $holders ROWS"
-)
-_DELETE_OBJECTS = (
-    "MATCH (o:Object {sid: $sid}) WHERE o.id > $after AND o.id <= $upto "
-    "CALL (o) { DETACH DELETE o } IN TRANSACTIONS OF $batch ROWS"
-)
+_DELETE_HELD = "MATCH (:Object {sid: $sid, id: $id})-[r]->() WITH r LIMIT $batch DELETE r"
+_DELETE_REFERENCES = "MATCH (o:Object {sid: $sid}) WHERE o.id > $after AND o.id <= $upto MATCH (o)-[r]->() DELETE r"
+_DELETE_OBJECTS = "MATCH (o:Object {sid: $sid}) WHERE o.id > $after AND o.id <= $upto DETACH DELETE o"
 _LOWEST, _HIGHEST = -(2**63), 2**63 - 1
 
 
@@ -225,39 +223,49 @@ def delete_objects(
     go, and the type listings (object ids and names, for ``find``); the groups, the node and
     anything else keyed by the sid (signatures) stay.
 
-    Every transaction stays bounded, so a snapshot of any size is freed with a heap of any size: the
-    references go first, by the object holding them, a few thousand objects per transaction (an
-    object holding more than BIG_HOLDER references has them deleted on their own, ``batch`` at a
-    time), then the objects, ``batch`` per transaction. Statements walk the objects in id order,
-    CHUNK_OBJECTS at a time; ``progress`` is called with the records deleted after each, and
-    ``stop`` is asked before each: when it says yes, this returns False and leaves the rest, which
-    the next call deletes (a purger killed half-way resumes the same way). Returns True when done.
+    Every transaction stays bounded, so a snapshot of any size is freed with a heap of any size, and
+    commits before the next begins (see _CHUNK_END's comment for why): the references go first, by
+    the object holding them, ``batch // 4`` objects per transaction (an object holding more than
+    BIG_HOLDER references has them deleted on their own, ``batch`` at a time), then the objects,
+    ``batch`` per transaction, walked in id order. ``progress`` is called with the records deleted
+    by each transaction, and ``stop`` is asked before each: when it says yes, this returns False and
+    leaves the rest, which the next call deletes (a purger killed half-way resumes the same way).
+    Returns True when done.
     """
     with translate_errors(database.connection), database.session() as session:
 
-        def run(statement: str, **parameters: Any) -> None:
+        def run(statement: str, **parameters: Any) -> int:
             counters = session.run(statement, sid=sid, **parameters).consume().counters
-            progress(counters.relationships_deleted + counters.nodes_deleted)
+            deleted = counters.relationships_deleted + counters.nodes_deleted
+            progress(deleted)
+            return deleted
 
-        def chunks() -> Iterator[tuple[int, int]]:
+        def chunks(size: int) -> Iterator[tuple[int, int]]:
             after = _LOWEST
             while True:
-                end = session.run(_CHUNK_END, sid=sid, after=after, skip=CHUNK_OBJECTS - 1).single()
+                end = session.run(_CHUNK_END, sid=sid, after=after, skip=size - 1).single()
                 upto = _HIGHEST if end is None else int(end["id"])
                 yield after, upto
                 if end is None:
                     return
                 after = upto
 
-        for row in session.run(_BIG_HOLDERS, sid=sid, degree=BIG_HOLDER).data():
-            if stop():
-                return False
-            run(_DELETE_HELD, id=row["id"], batch=batch)
-        for statement in (_DELETE_REFERENCES, _DELETE_OBJECTS):
-            for after, upto in chunks():
+        def until_none(statement: str, **parameters: Any) -> bool:
+            """Run ``statement`` (one that deletes at most ``batch`` records) until it deletes none."""
+            while True:
                 if stop():
                     return False
-                run(statement, after=after, upto=upto, batch=batch, holders=max(1, batch // 4))
+                if run(statement, batch=batch, **parameters) == 0:
+                    return True
+
+        for row in session.run(_BIG_HOLDERS, sid=sid, degree=BIG_HOLDER).data():
+            if not until_none(_DELETE_HELD, id=row["id"]):
+                return False
+        for statement, size in ((_DELETE_REFERENCES, max(1, batch // 4)), (_DELETE_OBJECTS, batch)):
+            for after, upto in chunks(size):
+                if stop():
+                    return False
+                run(statement, after=after, upto=upto)
         if keep_summaries:
             run(
                 "MATCH (g:TypeGroup {sid: $sid}) WHERE g.type IS NOT NULL AND g.listing_ids IS NOT NULL "
@@ -265,11 +273,10 @@ def delete_objects(
             )
         else:
             for label, key in (("PathGroup", "sig"), ("TypeGroup", "type")):
-                run(
-                    f"MATCH (g:{label} {{sid: $sid}}) WHERE g.{key} IS NOT NULL "
-                    "CALL (g) { DELETE g } IN TRANSACTIONS OF $batch ROWS",
-                    batch=batch,
-                )
+                if not until_none(
+                    f"MATCH (g:{label} {{sid: $sid}}) WHERE g.{key} IS NOT NULL WITH g LIMIT $batch DELETE g"
+                ):
+                    return False
     # A dropped snapshot goes; a failed one stays listed, marked purged (see hide), and so does a pruned
     # one (its summaries answer on). One pruned, then dropped while freed, keeps its node: still
     # `dropping`, it is listed again and freed whole.
