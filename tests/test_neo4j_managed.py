@@ -14,6 +14,7 @@ import neo4j
 import pytest
 
 from heapdb import config, neo4j_server
+from tests.support.neo4j_fixtures import TEST_GC
 
 pytestmark = pytest.mark.neo4j  # every test installs or runs Neo4j (Java, Maven), most through the CLI
 
@@ -151,7 +152,20 @@ def test_query_starts_the_managed_instance_on_demand_and_says_so(tmp_path: Path)
     env = private_env(tmp_path)
     assert (
         run_heapdb(
-            ["neo4j", "install", "--bolt-port", "auto", "--http-port", "auto", "--heap", "512m", "--pagecache", "256m"],
+            [
+                "neo4j",
+                "install",
+                "--bolt-port",
+                "auto",
+                "--http-port",
+                "auto",
+                "--heap",
+                "512m",
+                "--pagecache",
+                "256m",
+                "--gc",
+                TEST_GC,
+            ],
             env,
         ).returncode
         == 0
@@ -215,7 +229,21 @@ def test_start_after_a_kill_reports_recovery_and_keeps_the_loaded_snapshots(tmp_
     write_graph(synth_graph(2000, 8000, seed=1), small)
     write_graph(synth_graph(200_000, 800_000, seed=2), big)
     install = run_heapdb(
-        ["neo4j", "install", "--bolt-port", "auto", "--http-port", "auto", "--heap", "512m", "--pagecache", "256m"], env
+        [
+            "neo4j",
+            "install",
+            "--bolt-port",
+            "auto",
+            "--http-port",
+            "auto",
+            "--heap",
+            "512m",
+            "--pagecache",
+            "256m",
+            "--gc",
+            TEST_GC,
+        ],
+        env,
     )
     assert install.returncode == 0, install.stderr
     loader = None

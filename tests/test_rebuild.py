@@ -24,6 +24,7 @@ from heapdb import config, db, neo4j_server
 from heapdb.cli.steps import analyse_for_store, read_with_progress
 from heapdb.errors import RebuildError
 from heapdb.loader.store import admin_import, rebuild, rulesets
+from tests.support.neo4j_fixtures import TEST_GC
 from tests.support.tiers import needs
 
 pytestmark = [pytest.mark.neo4j, pytest.mark.slow]
@@ -60,7 +61,7 @@ def private_neo4j(tmp_path_factory: pytest.TempPathFactory) -> Iterator[config.M
         env.setenv("XDG_CONFIG_HOME", str(home / "config"))
         for variable in ("NEO4J_URI", "NEO4J_USER", "NEO4J_PASSWORD", "NEO4J_DATABASE"):
             env.delenv(variable, raising=False)
-        with neo4j_server.running_on_free_ports(heap="512m", pagecache="256m") as settings:
+        with neo4j_server.running_on_free_ports(heap="512m", pagecache="256m", gc=TEST_GC) as settings:
             yield settings
 
 

@@ -158,6 +158,12 @@ def test_a_bad_key_in_the_config_file_names_the_file_and_the_key(
     with pytest.raises(ConfigError) as caught:
         config.managed_settings()
     assert str(caught.value) == f"{file}: [managed] bolt_port='seven': expected a whole number from 1 to 65535"
+    file.write_text('[managed]\ngc = "serial"\n')
+    assert config.managed_settings().gc == "serial"
+    file.write_text('[managed]\ngc = "zgc"\n')
+    with pytest.raises(ConfigError) as caught:
+        config.managed_settings()
+    assert str(caught.value) == f"{file}: [managed] gc='zgc': expected one of `g1`, `parallel`, `serial`"
 
 
 def test_the_connection_comes_from_the_environment_then_the_file(

@@ -17,6 +17,9 @@ from heapdb import config, db, neo4j_server
 from tests.support.tiers import needs
 
 CONNECTION_VARIABLES = ("NEO4J_URI", "NEO4J_USER", "NEO4J_PASSWORD", "NEO4J_DATABASE")
+# The garbage collector of every Neo4j the tests start: serial, a third less of Neo4j's CPU per load
+# than G1 on a suite whose time is Neo4j's CPU (heapdb.settings.GARBAGE_COLLECTORS).
+TEST_GC = os.environ.get("HEAPDB_TEST_NEO4J_GC", "serial")
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -44,12 +47,12 @@ def neo4j_server_settings(isolated_heapdb_home: Path) -> Iterator[config.Managed
     3 GB of heap, not 1: with 1 GB, Neo4j's long-lived half (about 500 MB by mid-run) left G1 an eden
     of 18 MB, and the JVM spent a third of its CPU collecting (1,674 young collections and 908
     concurrent cycles in 13 minutes), on a suite whose time is Neo4j's CPU. Users' instances get a
-    sixth of the machine's memory by default (`heapdb neo4j install --heap`). The serial collector,
-    not G1: a third less of Neo4j's CPU per load (heapdb.settings.GARBAGE_COLLECTORS)."""
+    sixth of the machine's memory by default (`heapdb neo4j install --heap`). The serial collector
+    (TEST_GC)."""
     with neo4j_server.running_on_free_ports(
         heap=os.environ.get("HEAPDB_TEST_NEO4J_HEAP", "3g"),
         pagecache=os.environ.get("HEAPDB_TEST_NEO4J_PAGECACHE", "1g"),
-        gc=os.environ.get("HEAPDB_TEST_NEO4J_GC", "serial"),
+        gc=TEST_GC,
     ) as settings:
         yield settings
 
