@@ -32,6 +32,15 @@ def private_env(home: Path, **extra: str) -> dict[str, str]:
     return env
 
 
+def install_private(env: dict[str, str], *options: str) -> None:
+    """`heapdb neo4j install` of a small private instance on free ports, with the tests' collector
+    unless ``options`` name another."""
+    sizes = ["--heap", "512m", "--pagecache", "256m"]
+    gc = [] if "--gc" in options else ["--gc", TEST_GC]
+    result = run_heapdb(["neo4j", "install", "--bolt-port", "auto", "--http-port", "auto", *sizes, *gc, *options], env)
+    assert result.returncode == 0, result.stderr
+
+
 def test_return_1_with_the_stored_credentials(neo4j_server_settings: config.ManagedSettings) -> None:
     # Read the password back from the file, as any other program would, and log in with the driver.
     with open(config.config_file(), "rb") as f:
@@ -115,12 +124,7 @@ def test_cypher_command_through_the_environment_variables(neo4j_server_settings:
 def test_lifecycle_through_the_cli(tmp_path: Path) -> None:
     """install, start twice, status, a query, stop twice: on a second, private instance."""
     env = private_env(tmp_path)
-    install = run_heapdb(
-        ["neo4j", "install", "--bolt-port", "auto", "--http-port", "auto", "--heap", "512m", "--pagecache", "256m",
-         "--gc", "parallel"],
-        env,
-    )  # fmt: skip
-    assert install.returncode == 0, install.stderr
+    install_private(env, "--gc", "parallel")
     try:
         first = run_heapdb(["neo4j", "start"], env)
         assert first.returncode == 0, first.stderr
@@ -150,26 +154,7 @@ def test_lifecycle_through_the_cli(tmp_path: Path) -> None:
 @pytest.mark.slow  # a second Neo4j of its own, installed and started from the CLI
 def test_query_starts_the_managed_instance_on_demand_and_says_so(tmp_path: Path) -> None:
     env = private_env(tmp_path)
-    assert (
-        run_heapdb(
-            [
-                "neo4j",
-                "install",
-                "--bolt-port",
-                "auto",
-                "--http-port",
-                "auto",
-                "--heap",
-                "512m",
-                "--pagecache",
-                "256m",
-                "--gc",
-                TEST_GC,
-            ],
-            env,
-        ).returncode
-        == 0
-    )
+    install_private(env)
     try:
         result = run_heapdb(["cypher", "RETURN 7 AS seven"], env)
         assert result.returncode == 0, result.stderr
@@ -228,24 +213,7 @@ def test_start_after_a_kill_reports_recovery_and_keeps_the_loaded_snapshots(tmp_
     small, big = tmp_path / "small.bin", tmp_path / "big.bin"
     write_graph(synth_graph(2000, 8000, seed=1), small)
     write_graph(synth_graph(200_000, 800_000, seed=2), big)
-    install = run_heapdb(
-        [
-            "neo4j",
-            "install",
-            "--bolt-port",
-            "auto",
-            "--http-port",
-            "auto",
-            "--heap",
-            "512m",
-            "--pagecache",
-            "256m",
-            "--gc",
-            TEST_GC,
-        ],
-        env,
-    )
-    assert install.returncode == 0, install.stderr
+    install_private(env)
     loader = None
     try:
         assert run_heapdb(["neo4j", "start"], env).returncode == 0
