@@ -32,12 +32,10 @@ def private_env(home: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def install_private(env: dict[str, str], *options: str) -> None:
-    """`heapdb neo4j install` of a small private instance on free ports, with the tests' collector
-    unless ``options`` name another."""
+def install_private(env: dict[str, str], gc: str = TEST_GC) -> None:
+    """`heapdb neo4j install` of a small private instance on free ports, with this garbage collector."""
     sizes = ["--heap", "512m", "--pagecache", "256m"]
-    gc = [] if "--gc" in options else ["--gc", TEST_GC]
-    result = run_heapdb(["neo4j", "install", "--bolt-port", "auto", "--http-port", "auto", *sizes, *gc, *options], env)
+    result = run_heapdb(["neo4j", "install", "--bolt-port", "auto", "--http-port", "auto", *sizes, "--gc", gc], env)
     assert result.returncode == 0, result.stderr
 
 
@@ -124,7 +122,7 @@ def test_cypher_command_through_the_environment_variables(neo4j_server_settings:
 def test_lifecycle_through_the_cli(tmp_path: Path) -> None:
     """install, start twice, status, a query, stop twice: on a second, private instance."""
     env = private_env(tmp_path)
-    install_private(env, "--gc", "parallel")
+    install_private(env, gc="parallel")
     try:
         first = run_heapdb(["neo4j", "start"], env)
         assert first.returncode == 0, first.stderr
