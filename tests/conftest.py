@@ -5,7 +5,13 @@ from collections.abc import Iterator
 import pytest
 
 from tests.support import schedule, tiers
-from tests.support.neo4j_fixtures import database, isolated_heapdb_home, neo4j_server_settings  # noqa: F401
+from tests.support.neo4j_fixtures import (  # noqa: F401
+    database,
+    isolated_heapdb_home,
+    leak_loaded,
+    leak_series_loaded,
+    neo4j_server_settings,
+)
 from tests.support.v8_fixtures import leak_snapshot, leak_snapshots, memlab_oracle, node_tools  # noqa: F401
 
 

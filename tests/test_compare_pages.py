@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from html import escape, unescape
-from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -32,16 +30,15 @@ from heapdb.units import human_bytes
 from tests.support.chromium import ChromiumPage
 from tests.support.pages import AXE, IMPACTS, SCREENSHOTS
 from tests.support.serving import served
-from tests.support.snapshots import load_snapshot
+from tests.support.snapshots import Loaded
 
 LABELS = ("baseline", "target", "final")
 
 
 @pytest.fixture(scope="module")
-def tags(database: Database, leak_snapshots: dict[str, Path]) -> Iterator[list[str]]:
-    """The three leak.js snapshots loaded oldest first (so the snapshots page lists them in that order)."""
-    loaded = [load_snapshot(database, leak_snapshots[label], f"compare-{label}").tag for label in LABELS]
-    yield loaded
+def tags(leak_series_loaded: dict[str, Loaded]) -> list[str]:
+    """The three leak.js snapshots' tags, oldest first (so the snapshots page lists them in that order)."""
+    return [leak_series_loaded[label].tag for label in LABELS]
 
 
 @pytest.fixture(scope="module")

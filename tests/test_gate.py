@@ -1,9 +1,9 @@
 """The CI gate and leak signatures across builds.
 
-Ten builds of a Node program (tests/js/builds.js) whose builds 4 to 7 leak LeakedAuditRecord
+Six builds of a Node program (tests/js/builds.js) whose builds 3 to 5 leak LeakedAuditRecord
 objects are loaded in sequence with `--meta build=N`, and each is gated against the one before: the
-gate fails at 4 and passes at 3 and 8, and the leak's remembered history says first seen 4, last
-seen 7, fixed. The pure parts (thresholds, statuses, report formats) are tested without Neo4j.
+gate fails at 3 and passes at 2 and 6, and the leak's remembered history says first seen 3, last
+seen 5, fixed. The pure parts (thresholds, statuses, report formats) are tested without Neo4j.
 """
 
 from __future__ import annotations
@@ -35,8 +35,9 @@ from heapdb.service.links import to_json
 from heapdb.units import parse_threshold
 from tests.support.v8 import JS_DIR
 
-BUILDS = range(1, 11)
-LEAKING = range(4, 8)  # what builds.js leaks in
+BUILDS = range(1, 7)
+LEAKING = range(3, 6)  # what builds.js leaks in
+CLEAN, FIRST, LAST, FIXED = LEAKING.start - 1, LEAKING.start, LEAKING[-1], LEAKING.stop
 REQUESTS = 3000  # builds.js's requests: one leaked record each
 
 
@@ -199,7 +200,7 @@ def test_junit_and_markdown_escape_what_the_heap_names() -> None:
     assert "heapdb why b-2 7" in text
 
 
-# --- ten builds in Neo4j ------------------------------------------------------------------------
+# --- six builds in Neo4j ------------------------------------------------------------------------
 
 
 def _write_build(build: int, out: Path) -> Path:
@@ -211,7 +212,7 @@ def _write_build(build: int, out: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def builds(database: Database, tmp_path_factory: pytest.TempPathFactory):
-    """Ten builds loaded under unique tags with `--meta build=N`, each gated (and recorded) against
+    """Six builds loaded under unique tags with `--meta build=N`, each gated (and recorded) against
     the build before: the tags and the reports by build number."""
     out = tmp_path_factory.mktemp("builds")
     run = uuid.uuid4().hex[:8]
@@ -241,16 +242,16 @@ def _leak(report: GateReport) -> GateFinding:
 @pytest.mark.node
 def test_the_gate_fails_where_the_leak_appears_and_passes_before_and_after(builds) -> None:
     tags, reports = builds
-    assert reports[3].passed, reports[3]
-    assert reports[8].passed, reports[8]
-    assert not reports[4].passed
-    leak = _leak(reports[4])
+    assert reports[CLEAN].passed, reports[CLEAN]
+    assert reports[FIXED].passed, reports[FIXED]
+    assert not reports[FIRST].passed
+    leak = _leak(reports[FIRST])
     assert leak.kind == "new-leak"
-    assert leak.bytes_after >= reports[4].min_bytes > leak.bytes_before
+    assert leak.bytes_after >= reports[FIRST].min_bytes > leak.bytes_before
     # At least the records' payloads (32 numbers each) are held that way.
     assert leak.bytes_after > REQUESTS * 32 * 4
-    assert not [f for f in reports[4].failures if f is not leak and f.path.startswith(leak.path)]
-    assert leak.why is not None and leak.why.tag == tags[4]
+    assert not [f for f in reports[FIRST].failures if f is not leak and f.path.startswith(leak.path)]
+    assert leak.why is not None and leak.why.tag == tags[FIRST]
 
 
 @pytest.mark.node
@@ -259,7 +260,7 @@ def test_each_stored_path_group_holds_what_its_extensions_retain(database: Datab
     rows = database.read(
         "MATCH (s:Snapshot {tag: $tag}) MATCH (g:PathGroup {sid: s.sid}) RETURN g.path AS path, "
         "g.retained_size AS retained, g.held AS held",
-        {"tag": tags[4]},
+        {"tag": tags[FIRST]},
     )
     assert len(rows) > 100
     expected = prefix_held([r["path"] for r in rows], [r["retained"] for r in rows])
@@ -268,18 +269,18 @@ def test_each_stored_path_group_holds_what_its_extensions_retain(database: Datab
 
 
 @pytest.mark.node
-def test_history_says_first_seen_4_last_seen_7_fixed(database: Database, builds) -> None:
+def test_history_says_first_and_last_seen_and_fixed(database: Database, builds) -> None:
     _tags, reports = builds
-    leak = _leak(reports[4])
+    leak = _leak(reports[FIRST])
     history = Questions(database).history(leak.signature or 0)
-    assert (history.first_seen, history.last_seen, history.status) == ("4", "7", "fixed")
+    assert (history.first_seen, history.last_seen, history.status) == (str(FIRST), str(LAST), "fixed")
     assert [o.build for o in history.observations] == [str(n) for n in BUILDS]
     assert [o.build for o in history.observations if o.present] == [str(n) for n in LEAKING]
-    assert history.observations[3].retained_size == leak.bytes_after
-    assert history.grew == ["4"]  # the leak is the same size in every leaking build
-    since = {h.signature for h in Questions(database).signatures(since="4")}
+    assert history.observations[BUILDS.index(FIRST)].retained_size == leak.bytes_after
+    assert history.grew == [str(FIRST)]  # the leak is the same size in every leaking build
+    since = {h.signature for h in Questions(database).signatures(since=str(FIRST))}
     assert leak.signature in since
-    assert leak.signature not in {h.signature for h in Questions(database).signatures(since="8")}
+    assert leak.signature not in {h.signature for h in Questions(database).signatures(since=str(FIXED))}
 
 
 @pytest.mark.node
@@ -291,9 +292,9 @@ def test_cli_exit_codes_junit_and_markdown(builds, tmp_path: Path) -> None:
         [
             "gate",
             "--baseline",
-            tags[3],
+            tags[CLEAN],
             "--candidate",
-            tags[4],
+            tags[FIRST],
             "--no-record",
             "--junit",
             str(junit),
@@ -302,21 +303,25 @@ def test_cli_exit_codes_junit_and_markdown(builds, tmp_path: Path) -> None:
         ],
     )
     assert failed.exit_code == 1, failed.output
-    signature = str(_leak(reports[4]).signature)
+    signature = str(_leak(reports[FIRST]).signature)
     assert "gate FAILED" in failed.stdout and signature in failed.stdout
     cases = ET.parse(junit).getroot().findall(".//testcase")
     assert any(signature in c.attrib["name"] and c.find("failure") is not None for c in cases)
     assert signature in summary.read_text()
-    passed = CliRunner().invoke(main, ["gate", "--baseline", tags[7], "--candidate", tags[8], "--no-record", "--json"])
+    passed = CliRunner().invoke(
+        main, ["gate", "--baseline", tags[LAST], "--candidate", tags[FIXED], "--no-record", "--json"]
+    )
     assert passed.exit_code == 0, passed.output
     assert json.loads(passed.stdout)["passed"] is True
-    unknown = CliRunner().invoke(main, ["gate", "--baseline", "no-such-tag", "--candidate", tags[8], "--no-record"])
+    unknown = CliRunner().invoke(main, ["gate", "--baseline", "no-such-tag", "--candidate", tags[FIXED], "--no-record"])
     assert unknown.exit_code == 4 and "no snapshot tagged" in unknown.output
-    bad = CliRunner().invoke(main, ["gate", "--baseline", tags[3], "--candidate", tags[4], "--max-growth", "lots"])
+    bad = CliRunner().invoke(
+        main, ["gate", "--baseline", tags[CLEAN], "--candidate", tags[FIRST], "--max-growth", "lots"]
+    )
     assert bad.exit_code == 4 and "max_growth" in bad.output
     history = CliRunner().invoke(main, ["history", signature])
-    assert history.exit_code == 0 and "first seen 4, last seen 7" in history.stdout
-    listing = CliRunner().invoke(main, ["signatures", "--since", tags[4], "--json"])
+    assert history.exit_code == 0 and f"first seen {FIRST}, last seen {LAST}" in history.stdout
+    listing = CliRunner().invoke(main, ["signatures", "--since", tags[FIRST], "--json"])
     assert listing.exit_code == 0 and int(signature) in [h["signature"] for h in json.loads(listing.stdout)]
 
 
@@ -325,10 +330,10 @@ def test_rest_twins_answer_as_the_python_api(database: Database, builds) -> None
     tags, reports = builds
     client = TestClient(create_app())
     questions = Questions(database)
-    rest = client.get("/api/gate", params={"baseline": tags[3], "candidate": tags[4]})
+    rest = client.get("/api/gate", params={"baseline": tags[CLEAN], "candidate": tags[FIRST]})
     assert rest.status_code == 200, rest.text
-    assert rest.json() == to_json(questions.gate(tags[3], tags[4]))
-    signature = _leak(reports[4]).signature
+    assert rest.json() == to_json(questions.gate(tags[CLEAN], tags[FIRST]))
+    signature = _leak(reports[FIRST]).signature
     assert client.get(f"/api/signatures/{signature}").json() == to_json(questions.history(signature or 0))
     assert client.get("/api/signatures").json() == to_json(questions.signatures())
     assert client.get("/api/signatures/1").status_code == 404
@@ -337,18 +342,18 @@ def test_rest_twins_answer_as_the_python_api(database: Database, builds) -> None
 @pytest.mark.node
 def test_dropping_a_snapshot_keeps_the_history(database: Database, builds) -> None:
     tags, reports = builds
-    signature = _leak(reports[4]).signature or 0
+    signature = _leak(reports[FIRST]).signature or 0
     questions = Questions(database)
     before = questions.history(signature)
-    store.drop(database, tags[5])
-    questions.record_gate(questions.gate(tags[9], tags[10]))
+    store.drop(database, tags[FIRST + 1])
+    questions.record_gate(questions.gate(tags[LAST], tags[FIXED]))
     assert questions.history(signature) == before
     rows = CliRunner().invoke(main, ["query", "signature-history", "--param", f"sig={signature}", "--json"])
     assert rows.exit_code == 0, rows.output
-    assert str(before.observations[3].retained_size) in rows.stdout
+    assert str(before.observations[BUILDS.index(FIRST)].retained_size) in rows.stdout
 
 
-# A team's thresholds in its rule set: high enough that build 4's leak passes.
+# A team's thresholds in its rule set: high enough that the first leaking build passes.
 LENIENT = 'version = 1\n\n[gate]\nmin_bytes = "1GB"\nmax_growth = "100GB"\n'
 
 
@@ -357,7 +362,7 @@ def test_thresholds_come_from_the_rule_sets_gate_table_unless_given(database: Da
     tags, _reports = builds
     rule_file = tmp_path / "team.toml"
     rule_file.write_text(LENIENT, encoding="utf-8")
-    gate = ["gate", "--baseline", tags[3], "--candidate", tags[4], "--no-record", "--rules", str(rule_file)]
+    gate = ["gate", "--baseline", tags[CLEAN], "--candidate", tags[FIRST], "--no-record", "--rules", str(rule_file)]
 
     # The file's [gate] lets the leak through; what the command line gives still wins.
     lenient = CliRunner().invoke(main, gate)
@@ -377,39 +382,39 @@ def test_thresholds_come_from_the_rule_sets_gate_table_unless_given(database: Da
     assert added.exit_code == 0, added.output
     try:
         client = TestClient(create_app())
-        rest = client.get("/api/gate", params={"baseline": tags[3], "candidate": tags[4], "rules": name})
+        rest = client.get("/api/gate", params={"baseline": tags[CLEAN], "candidate": tags[FIRST], "rules": name})
         assert rest.status_code == 200, rest.text
         assert rest.json()["passed"] is True and rest.json()["min_bytes"] == 10**9
         assert f"rule set {name} version 1" in rest.json()["thresholds_from"]
         given = client.get(
-            "/api/gate", params={"baseline": tags[3], "candidate": tags[4], "rules": name, "min_bytes": 262144}
+            "/api/gate", params={"baseline": tags[CLEAN], "candidate": tags[FIRST], "rules": name, "min_bytes": 262144}
         )
         assert given.json()["passed"] is False
         assert (
             client.get(
-                "/api/gate", params={"baseline": tags[3], "candidate": tags[4], "rules": "no-such-set"}
+                "/api/gate", params={"baseline": tags[CLEAN], "candidate": tags[FIRST], "rules": "no-such-set"}
             ).status_code
             == 404
         )
         assert (
             client.get(
-                "/api/gate", params={"baseline": tags[3], "candidate": tags[4], "rules": str(rule_file)}
+                "/api/gate", params={"baseline": tags[CLEAN], "candidate": tags[FIRST], "rules": str(rule_file)}
             ).status_code
             == 422
         )
 
         # Without --rules, the rules the candidate was loaded with; once they are gone, the defaults and a note.
-        again = f"{tags[4]}-ruled"
-        snapshot = _write_build(4, tmp_path / "build-4.heapsnapshot")
+        again = f"{tags[FIRST]}-ruled"
+        snapshot = _write_build(FIRST, tmp_path / f"build-{FIRST}.heapsnapshot")
         loaded = CliRunner().invoke(main, ["load", str(snapshot), "--tag", again, "--rules", name])
         assert loaded.exit_code == 0, loaded.output
-        own = Questions(database).gate(tags[3], again)
+        own = Questions(database).gate(tags[CLEAN], again)
         assert own.passed and own.thresholds_from == (
             f"max_growth, min_bytes from the candidate's rule set {name} version 1, [gate] at line 3; "
             "the rest heapdb's defaults"
         )
         assert CliRunner().invoke(main, ["rules", "remove", name, "--yes"]).exit_code == 0
-        gone = CliRunner().invoke(main, ["gate", "--baseline", tags[3], "--candidate", again, "--no-record"])
+        gone = CliRunner().invoke(main, ["gate", "--baseline", tags[CLEAN], "--candidate", again, "--no-record"])
         assert gone.exit_code == 1, gone.output
         assert f"note: the candidate's rule set {name} version 1 is no longer stored" in gone.stdout
         assert "thresholds: heapdb's defaults" in gone.stdout

@@ -26,7 +26,7 @@ from heapdb.loader.store.order import EARLY_SUSPECT_SHARE, write_order
 from heapdb.queries import params
 from heapdb.queries.questions import Questions
 from heapdb.service.app import create_app
-from tests.support.snapshots import LUAU_FIXTURES
+from tests.support.snapshots import LUAU_FIXTURES, Loaded
 
 
 def unique_tag(label: str) -> str:
@@ -478,11 +478,8 @@ def test_load_real_luau_dump(database: Database, tag: str) -> None:
 
 
 @pytest.mark.slow  # two real Node snapshots written and loaded
-def test_path_groups_compare_two_builds(database: Database, leak_snapshots: dict[str, Path]) -> None:
-    before, after = unique_tag("before"), unique_tag("after")
-    for tag, label in ((before, "baseline"), (after, "final")):
-        code, _, err = invoke("load", str(leak_snapshots[label]), "--tag", tag)
-        assert code == 0, err
+def test_path_groups_compare_two_builds(database: Database, leak_series_loaded: dict[str, Loaded]) -> None:
+    before, after = leak_series_loaded["baseline"].tag, leak_series_loaded["final"].tag
     # The query of docs/data-model.md, as written there.
     doc = (Path(__file__).resolve().parents[1] / "docs" / "data-model.md").read_text()
     cypher = doc.split("Comparing two builds by path is then a join on `sig`:")[1].split("```cypher")[1].split("```")[0]

@@ -38,6 +38,7 @@ from heapdb.queries.questions import Questions
 from heapdb.service import links
 from heapdb.service.answer_pages import MAX_ANSWER_CHARS, MAX_PAGE_ITEMS, Pages
 from heapdb.service.mcp import compact, text_answer
+from tests.support.snapshots import Loaded
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -173,14 +174,9 @@ def as_agent_sees(answer: Any, detail: str = "compact") -> Any:
 
 
 @pytest.fixture(scope="module")
-def loaded(database: Database, leak_snapshots: dict[str, Path]) -> dict[str, str]:
-    """The three leak.js snapshots loaded under unique tags (no rules: leaks as memlab sees them)."""
-    run = uuid.uuid4().hex[:8]
-    tags = {label: f"test-mcp-{label}-{run}" for label in ("baseline", "target", "final")}
-    for label, tag in tags.items():
-        result = CliRunner().invoke(main, ["load", str(leak_snapshots[label]), "--tag", tag, "--rules", "none"])
-        assert result.exit_code == 0, result.output
-    return tags
+def loaded(leak_series_loaded: dict[str, Loaded]) -> dict[str, str]:
+    """The three leak.js snapshots' tags (loaded without rules: leaks as memlab sees them)."""
+    return {label: snapshot.tag for label, snapshot in leak_series_loaded.items()}
 
 
 # --- over a real server ------------------------------------------------------------------------

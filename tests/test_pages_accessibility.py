@@ -4,8 +4,6 @@ one object, the treemap, signing in (with and without a token to ask for) and an
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import httpx
 import pytest
 
@@ -13,15 +11,14 @@ from heapdb.db import Database
 from heapdb.service import pages
 from heapdb.service.app import create_app
 from tests.support.chromium import ChromiumPage
-from tests.support.pages import AXE, IMPACTS, loaded_for_pages
+from tests.support.pages import AXE, IMPACTS
 from tests.support.serving import served
 from tests.support.snapshots import Loaded
 
 
 @pytest.fixture(scope="module")
-def loaded(database: Database, leak_snapshot: Path):
-    with loaded_for_pages(database, leak_snapshot, "a11y") as loaded:
-        yield loaded
+def loaded(leak_loaded: Loaded) -> Loaded:
+    return leak_loaded
 
 
 def test_every_page_type_passes_axe(database: Database, loaded: Loaded) -> None:

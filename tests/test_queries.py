@@ -37,9 +37,8 @@ LEAK_TYPES = ("LeakedItem", "LeakedBuffer", "LeakyCache")
 
 
 @pytest.fixture(scope="module")
-def v8(database: Database, leak_snapshot: Path):
-    loaded = load_snapshot(database, leak_snapshot, "queries-v8")
-    return loaded
+def v8(leak_loaded: Loaded) -> Loaded:
+    return leak_loaded
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import re
 from html import unescape
-from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -24,15 +23,14 @@ from heapdb.service import pages, query_pages
 from heapdb.service.app import create_app
 from heapdb.units import human_bytes
 from tests.support.chromium import ChromiumPage
-from tests.support.pages import AXE, IMPACTS, SCREENSHOTS, loaded_for_pages
+from tests.support.pages import AXE, IMPACTS, SCREENSHOTS
 from tests.support.serving import served
 from tests.support.snapshots import Loaded
 
 
 @pytest.fixture(scope="module")
-def loaded(database: Database, leak_snapshot: Path):
-    with loaded_for_pages(database, leak_snapshot, "querypages") as loaded:
-        yield loaded
+def loaded(leak_loaded: Loaded) -> Loaded:
+    return leak_loaded
 
 
 @pytest.fixture(scope="module")

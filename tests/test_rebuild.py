@@ -61,7 +61,9 @@ def private_neo4j(tmp_path_factory: pytest.TempPathFactory) -> Iterator[config.M
         env.setenv("XDG_CONFIG_HOME", str(home / "config"))
         for variable in ("NEO4J_URI", "NEO4J_USER", "NEO4J_PASSWORD", "NEO4J_DATABASE"):
             env.delenv(variable, raising=False)
-        with neo4j_server.running_on_free_ports(heap="512m", pagecache="256m", gc=TEST_GC) as settings:
+        # 2 GB of heap, not 512 MB: the two loads and the rebuild's checks ran a sixth slower in the
+        # smaller heap, for its collections.
+        with neo4j_server.running_on_free_ports(heap="2g", pagecache="256m", gc=TEST_GC) as settings:
             yield settings
 
 

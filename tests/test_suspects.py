@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,15 +23,14 @@ from heapdb.queries import params
 from heapdb.queries.questions import Questions
 from heapdb.queries.results import ObjectRef, Suspects
 from heapdb.service.app import create_app
-from tests.support.snapshots import LUAU_FIXTURES, load_snapshot
+from tests.support.snapshots import LUAU_FIXTURES, Loaded, load_snapshot
 
 LUAU_FINAL = LUAU_FIXTURES / "luau-3-final.json"
 
 
 @pytest.fixture(scope="module")
-def v8(database: Database, leak_snapshot: Path):
-    loaded = load_snapshot(database, leak_snapshot, "suspects-v8")
-    return loaded
+def v8(leak_loaded: Loaded) -> Loaded:
+    return leak_loaded
 
 
 @pytest.fixture(scope="module")

@@ -25,16 +25,15 @@ from heapdb.renderers import treemap
 from heapdb.service import pages
 from heapdb.service.app import create_app
 from tests.support.chromium import ChromiumPage
-from tests.support.pages import SCREENSHOTS, loaded_for_pages
+from tests.support.pages import SCREENSHOTS
 from tests.support.serving import served
 from tests.support.snapshots import Loaded
 from tests.support.v8_fixtures import BUCKET_RULES
 
 
 @pytest.fixture(scope="module")
-def loaded(database: Database, leak_snapshot: Path):
-    with loaded_for_pages(database, leak_snapshot, "treemap") as loaded:
-        yield loaded
+def loaded(leak_loaded: Loaded) -> Loaded:
+    return leak_loaded
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -24,8 +23,8 @@ LUAU_FIXTURE = LUAU_FIXTURES / "luau-3-final.json"
 
 
 @pytest.fixture(scope="module")
-def v8(database: Database, leak_snapshot: Path) -> Loaded:
-    return load_snapshot(database, leak_snapshot, "views-v8")
+def v8(leak_loaded: Loaded) -> Loaded:
+    return leak_loaded
 
 
 def file_lifelines(loaded: Loaded, type_name: str, name_contains: str = "", limit: int = 1000) -> views.Lifelines:

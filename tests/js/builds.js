@@ -4,8 +4,8 @@
 // Usage: node --expose-gc builds.js <build> <out-file>
 //
 // Every build does the same work (a request handler with a bounded cache of recent sessions).
-// Builds 4 to 7 carry a regression: every handled request is also remembered in a module-level
-// `auditTrail` that is never trimmed, each entry a LeakedAuditRecord with a payload. Build 8 fixes it.
+// Builds 3 to 5 carry a regression: every handled request is also remembered in a module-level
+// `auditTrail` that is never trimmed, each entry a LeakedAuditRecord with a payload. Build 6 fixes it.
 // The program handles its requests, collects garbage, writes one snapshot to <out-file> and prints
 // {"build", "path", "leaking"} as one JSON line.
 
@@ -15,7 +15,7 @@ const v8 = require('v8');
 
 const REQUESTS = 3000;
 const RECENT = 50; // the bounded cache keeps this many sessions, whatever the build
-const LEAKING_BUILDS = [4, 5, 6, 7];
+const LEAKING_BUILDS = [3, 4, 5];
 
 class Session {
   constructor(id) {

@@ -14,12 +14,14 @@ from pathlib import Path
 import pytest
 
 from heapdb import config, db, neo4j_server
+from tests.support.snapshots import Loaded, load_snapshot
 from tests.support.tiers import needs
 
 CONNECTION_VARIABLES = ("NEO4J_URI", "NEO4J_USER", "NEO4J_PASSWORD", "NEO4J_DATABASE")
 # The garbage collector of every Neo4j the tests start: serial, a third less of Neo4j's CPU per load
 # than G1 on a suite whose time is Neo4j's CPU (heapdb.settings.GARBAGE_COLLECTORS).
 TEST_GC = os.environ.get("HEAPDB_TEST_NEO4J_GC", "serial")
+LEAK_LABELS = ("baseline", "target", "final")  # tests.support.v8_fixtures.leak_snapshots, oldest first
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -63,3 +65,21 @@ def database(neo4j_server_settings: config.ManagedSettings) -> Iterator[db.Datab
     """A heapdb :class:`~heapdb.db.Database` connected to the session's Neo4j."""
     with db.connect(start_managed=False) as database:
         yield database
+
+
+@pytest.fixture(scope="session")
+def leak_series_loaded(database: db.Database, leak_snapshots: dict[str, Path]) -> dict[str, Loaded]:
+    """The leak program's three snapshots (``baseline``, ``target``, ``final``), loaded without rules
+    once per worker, oldest first, for the modules that only read them.
+
+    A load of one costs Neo4j some ten seconds of CPU, on a suite whose time is Neo4j's CPU. A module
+    that changes its snapshots (their tags, rules or analysis, or drops them) loads its own; one that
+    changes a property for a moment puts it back before it ends. The three are loaded together so
+    that, whichever module asks first, they stay in load order."""
+    return {label: load_snapshot(database, leak_snapshots[label], f"leak-{label}") for label in LEAK_LABELS}
+
+
+@pytest.fixture(scope="session")
+def leak_loaded(leak_series_loaded: dict[str, Loaded]) -> Loaded:
+    """The ``final`` one of :func:`leak_series_loaded`."""
+    return leak_series_loaded["final"]

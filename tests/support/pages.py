@@ -29,7 +29,7 @@ def loaded_for_pages(
     database: Database, path: Path, label: str, tag: str | None = None, meta: dict[str, str] | None = None
 ) -> Iterator[Loaded]:
     """``path`` loaded for the module's tests (under ``tag`` when given: the pages' links must carry
-    any tag), dropped afterwards."""
+    any tag), and left in place: tags are unique."""
     snapshot = load_snapshot(database, path, label, meta)
     if tag is not None:
         database.write("MATCH (s:Snapshot {tag: $old}) SET s.tag = $tag", {"old": snapshot.tag, "tag": tag})
