@@ -70,6 +70,14 @@ class OutdatedSnapshot(HeapdbError):
     http_status = 409
 
 
+class NotComputed(HeapdbError):
+    """An inspection a snapshot's load did not compute: its format does not show what it needs, or
+    the snapshot was stored before the inspection existed, or reanalysed from the store (whose names
+    are cut). The message says which, and what to do."""
+
+    http_status = 409
+
+
 class StillLoading(HeapdbError):
     """A question asked while a load is still writing what it reads: ask again soon."""
 

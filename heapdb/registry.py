@@ -340,6 +340,22 @@ QUESTIONS: tuple[Question, ...] = (
         reads=("objects",),
     ),
     Question(
+        "strings",
+        SNAPSHOT,
+        "Duplicate strings: contents held in more than one string object, the most wasteful first, with their "
+        "copies, bytes and the types that own them (memlab's `string` analysis, number for number).",
+        ask="strings",
+        params="Strings",
+        text="heapdb.loader.inspections.strings:duplicate_strings_text",
+        route="/strings",
+        help="Computed at load for V8, Luau and snap.bin snapshots, so it answers at once; `heapdb analyze FILE "
+        "--strings` lists the same from a file. A content is compared whole, concatenations included "
+        '(docs/analysis.md, "Duplicate strings").',
+        agent="`wasted` is what all copies but one retain; each row's `example_id` is one copy (pass it to `why`), "
+        "`owners` the types whose objects hold the copies. The totals cover every string of the snapshot.",
+        lists=("rows",),
+    ),
+    Question(
         "gate",
         BUILDS,
         "Fail when the CANDIDATE build leaks where the BASELINE build did not: a retainer-path "

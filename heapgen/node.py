@@ -111,6 +111,16 @@ def write_closure_cache_snapshots(out_dir: str | os.PathLike[str], first: int, l
     return {record["label"]: Path(record["path"]) for record in map(json.loads, stdout.splitlines())}
 
 
+def write_duplicate_strings_snapshot(out_dir: str | os.PathLike[str]) -> Path:
+    """Run ``dup_strings.js``: 3,000 copies of one 1.6 kB configuration text, and equal greetings
+    built by differently shaped concatenations. The snapshot's path."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    script = LEAK_SCRIPT.with_name("dup_strings.js")
+    stdout = run_node(["--expose-gc", str(script), str(out / "dup-strings.heapsnapshot")], "dup_strings.js", 120)
+    return Path(json.loads(stdout)["path"])
+
+
 def write_leak_snapshot(out_dir: str | os.PathLike[str], size: int = 200) -> Path:
     """One leak snapshot (``baseline``) with ``size`` leak units."""
     return write_leak_snapshots(out_dir, (size,))["baseline"]

@@ -56,6 +56,10 @@ WEAK_WEIGHT = -1  # rule "weak": yields to any other reference into the same obj
 IGNORED = -128  # rule "ignore": never retains, never on a retainer path
 MAX_OWNS_WEIGHT = 127  # rule "owns(weight)" takes 1..127; a bare "owns" is 1
 
+# The graph meta key that says a graph's names are cut (to heapdb.units.NAME_LIMIT characters): a
+# graph read back from the store (heapdb reanalyze). Inspections that compare whole names skip it.
+NAMES_CUT = "names_cut"
+
 # The most bytes a graph's self sizes may add up to (2^62): every retained size is such a sum, and
 # stays exact in int64 (and in Neo4j's integers).
 MAX_TOTAL_SIZE = 1 << 62

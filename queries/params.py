@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from heapdb import settings
 from heapdb.errors import ParameterError
 from heapdb.gatecheck import GateCheck
+from heapdb.loader.inspections.strings import KEPT
 from heapdb.queries.ignoring import parse_all
 from heapdb.units import parse_threshold
 
@@ -201,6 +202,18 @@ class Lifelines(Params):
     type: str = Field("", min_length=1, validate_default=True, description="The objects' type (required).")
     name_contains: str = Field("", description="A text the objects' names must contain (empty: any name).")
     limit: int = Field(10, ge=1, le=MAX_LIMIT, description="Branches to show per step; the rest are summed up.")
+
+
+class Strings(Params):
+    stored = ("duplicate-strings",)
+    sort: Literal["wasted", "retained_size", "count"] = Field(
+        "wasted",
+        description="What to rank by, largest first: what all copies but one retain, what all of them retain, "
+        "or the number of copies.",
+    )
+    limit: int = Field(
+        20, ge=1, le=KEPT, description=f"How many contents (a load keeps the first {KEPT} of each ranking)."
+    )
 
 
 class HeapDomStats(Params):

@@ -6,8 +6,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from heapdb.errors import NotFound, ParameterError
+from heapdb.errors import NotComputed, NotFound, ParameterError
+from heapdb.loader import formats
 from heapdb.loader.graph import SYNTHETIC_KIND
+from heapdb.loader.inspections.strings import STRING_TOTALS, DuplicateString, DuplicateStrings, StringOwner
 from heapdb.loader.store import DroppedReferences, Snapshot, TypeListing
 from heapdb.queries import ignoring, params
 from heapdb.queries.base import Asking, SnapshotRef
@@ -26,6 +28,38 @@ from heapdb.queries.results import (
 
 
 class SnapshotQuestions(Asking):
+    def strings(self, ref: SnapshotRef, p: params.Strings = params.Strings()) -> DuplicateStrings:
+        """The duplicated string contents the load stored, first by ``p.sort`` (stored query
+        ``duplicate-strings``), as :func:`heapdb.loader.inspections.strings.duplicate_strings` lists a
+        file's; :class:`NotComputed` where the load did not compute them."""
+        snapshot = self.snapshot(ref)
+        totals = snapshot.strings
+        if totals is None:
+            raise strings_not_computed(snapshot)
+
+        def compute() -> DuplicateStrings:
+            rows = self._run("duplicate-strings", tag=snapshot.tag, sort=p.sort, limit=p.limit)
+            return DuplicateStrings(
+                source=snapshot.tag,
+                **{f: int(totals[f]) for f in STRING_TOTALS},
+                sort=p.sort,
+                rows=tuple(
+                    DuplicateString(
+                        **{
+                            k: r[k]
+                            for k in ("key", "value", "length", "count", "retained_size", "wasted", "example_id")
+                        },
+                        owners=tuple(
+                            StringOwner(type=t, copies=c, example_id=e)
+                            for t, c, e in zip(r["owner_types"], r["owner_copies"], r["owner_example_ids"], strict=True)
+                        ),
+                    )
+                    for r in rows
+                ),
+            )
+
+        return self._cached(snapshot, ("strings", p), compute)
+
     def object(
         self, ref: SnapshotRef, object_id: int, p: params.ObjectDetails = params.ObjectDetails()
     ) -> ObjectDetails:
@@ -332,3 +366,17 @@ class SnapshotQuestions(Asking):
             return [TypeRow(**row) for row in self._run("types", tag=snapshot.tag, sort=p.sort, limit=p.limit)]
 
         return self._cached(snapshot, ("types", p), compute)
+
+
+def strings_not_computed(snapshot: Snapshot) -> NotComputed:
+    """Why ``snapshot`` has no duplicate strings, and what to do."""
+    declared = formats.named(snapshot.format)
+    if declared is None or declared.strings is None:
+        return NotComputed(
+            f"heapdb does not read the strings of {snapshot.format} snapshots (snapshot {snapshot.tag!r})"
+        )
+    return NotComputed(
+        f"duplicate strings were not computed for snapshot {snapshot.tag!r}: it was stored by an older heapdb or "
+        "reanalysed from the store, whose names are cut to 200 characters; load its file again with "
+        f"`heapdb load FILE --tag {snapshot.tag} --replace`"
+    )

@@ -57,6 +57,7 @@ TOOLS = {
     "suspects",
     "lifelines",
     "heapdomstats",
+    "strings",
     "gate",
     "signatures",
     "signature",

@@ -40,6 +40,7 @@ FRONT_ENDS = {
     params.Suspects: ("suspects", "/api/snapshots/{tag}/suspects"),
     params.Lifelines: ("lifelines", "/api/snapshots/{tag}/lifelines"),
     params.HeapDomStats: ("heapdomstats", "/api/snapshots/{tag}/heapdomstats"),
+    params.Strings: ("strings", "/api/snapshots/{tag}/strings"),
 }
 
 # Passed on under the same name but in another unit: the question's share is the query's percentage.

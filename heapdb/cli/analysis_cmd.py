@@ -23,6 +23,7 @@ from heapdb.errors import HeapdbError, RuleError
 from heapdb.loader import analysis, views
 from heapdb.loader.analysis import Semantics
 from heapdb.loader.graph import HeapGraph
+from heapdb.loader.inspections import strings
 from heapdb.loader.report import AnalysisReport, analysis_report
 from heapdb.loader.rules import CompiledRules, RulesSummary, compile_rules, rules_summary
 from heapdb.loader.rules.defaults import default_rules
@@ -163,6 +164,13 @@ def print_rules(summary: RulesSummary) -> None:
     help="Also list, per type, the objects no object below the root owns (their immediate dominator is the "
     "root or a root group); --top types.",
 )
+@click.option(
+    "--strings",
+    "dup_strings",
+    is_flag=True,
+    help="Also list the duplicated string contents that waste most, with their owners (memlab's `string` "
+    "analysis, number for number); --top contents.",
+)
 def analyze(
     file: str,
     top: int,
@@ -176,6 +184,7 @@ def analyze(
     name_contains: str,
     limit: int,
     domstats: bool,
+    dup_strings: bool,
 ) -> None:
     """Dominators, retained sizes and root distances of a snapshot FILE (any format), without Neo4j.
 
@@ -184,7 +193,7 @@ def analyze(
     own objects to the program's, as a load's `top` does); --rules FILE puts a team's rule file
     before them; --rules NAME reads a rule set stored with `heapdb rules add` from the database
     (the only case that needs Neo4j). --rules none gives the plain, engine-level analysis.
-    --lifelines and --heapdomstats add views of the same analysis (under the rules and --root too).
+    --lifelines, --heapdomstats and --strings add views of the same analysis (under the rules and --root too).
     """
     refuse_groups_without_rules(rules, disabled)
     if name_contains and lifelines_type is None:
@@ -230,6 +239,13 @@ def analyze(
         floating = views.heapdomstats(
             views.heapdomstats_rows(graph, result), source=file, reachable_size=result.reachable_size, limit=top
         )
+    duplicates = None
+    if dup_strings:
+        duplicates = strings.duplicate_strings(graph, result, source=file, limit=top)
+        if duplicates is None:
+            raise click.UsageError(
+                f"--strings: heapdb does not read the strings of {graph.meta.get('format')} snapshots"
+            )
     if as_json:
         data = report.as_dict()
         if summary is not None:
@@ -240,6 +256,8 @@ def analyze(
             data["lifelines"] = asdict(lifelines)
         if floating is not None:
             data["heapdomstats"] = asdict(floating)
+        if duplicates is not None:
+            data["strings"] = asdict(duplicates)
         click.echo(json.dumps(data, indent=2))
     else:
         if root_id is not None:
@@ -250,6 +268,7 @@ def analyze(
         for text in (
             None if lifelines is None else views.lifelines_text(lifelines),
             None if floating is None else views.heapdomstats_text(floating),
+            None if duplicates is None else strings.duplicate_strings_text(duplicates),
         ):
             if text is not None:
                 click.echo("")

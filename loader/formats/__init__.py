@@ -14,13 +14,13 @@ import os
 from typing import TYPE_CHECKING
 
 from heapdb.errors import FormatError
-from heapdb.loader.formats.protocol import Format, Reader, Semantics
+from heapdb.loader.formats.protocol import Format, Reader, Semantics, StringKinds
 from heapdb.loader.graph import HeapGraph
 
 if TYPE_CHECKING:
     from heapdb.progress import ByteProgress
 
-__all__ = ["FORMATS", "HPROF", "LUAU", "SNAPBIN", "SNIFF_BYTES", "V8", "Format", "Reader", "Semantics"]
+__all__ = ["FORMATS", "HPROF", "LUAU", "SNAPBIN", "SNIFF_BYTES", "V8", "Format", "Reader", "Semantics", "StringKinds"]
 
 SNIFF_BYTES = 4096
 
@@ -31,6 +31,8 @@ SNAPBIN = Format(
     ids_are_addresses=True,  # its writers may use addresses (heapdb.capture writes id())
     semantics=Semantics.GENERIC,
     default_rules=None,  # the writer's runtime decides ("python" for heapdb.capture)
+    # heapdb.capture's str and bytes objects, named by their first 1,024 characters
+    strings=StringKinds(plain=frozenset({"string"})),
 )
 V8 = Format(
     name="v8",
@@ -39,6 +41,13 @@ V8 = Format(
     ids_are_addresses=False,  # V8's heap object ids stay with their object for the process's life
     semantics=Semantics.V8,
     default_rules="v8",
+    # V8 names a string by its first 1,024 characters; a cons string is "(concatenated string)"
+    strings=StringKinds(
+        plain=frozenset({"string"}),
+        concatenated=frozenset({"concatenated string"}),
+        sliced=frozenset({"sliced string"}),
+        code=frozenset({"code"}),
+    ),
 )
 LUAU = Format(
     name="luau",
@@ -47,6 +56,7 @@ LUAU = Format(
     ids_are_addresses=True,  # objects are keyed by address
     semantics=Semantics.GENERIC,
     default_rules="luau",
+    strings=StringKinds(plain=frozenset({"string"})),  # named by their whole data
 )
 HPROF = Format(
     name="hprof",

@@ -48,6 +48,24 @@ class Reader(Protocol):
 
 
 @dataclass(frozen=True)
+class StringKinds:
+    """Which of a format's objects are strings, by node kind, for the duplicate-strings inspection
+    (:mod:`heapdb.loader.inspections.strings`).
+
+    A string's content is its name, except for a concatenation (V8's cons string), whose content is
+    its ``first`` reference's content followed by its ``second``'s. Sliced strings are not counted
+    (they share their parent's characters); inside a concatenation, one stands for its ``parent``'s
+    content, as memlab reads it. Strings that an object of a ``code`` kind dominates (a script's
+    source, its compiled constants) are left out: no program change frees them.
+    """
+
+    plain: frozenset[str]
+    concatenated: frozenset[str] = frozenset()
+    sliced: frozenset[str] = frozenset()
+    code: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
 class Format:
     """One snapshot format heapdb reads."""
 
@@ -59,6 +77,9 @@ class Format:
     # The default rule set (heapdb.loader.rules.defaults) its snapshots get; None: the one the
     # snapshot's ``runtime`` names, if any (a snap.bin file says which runtime wrote it).
     default_rules: str | None
+    # Its strings, for the duplicate-strings inspection; None where its objects' names do not hold
+    # their contents.
+    strings: StringKinds | None = None
 
     def module(self) -> Reader:
         """The reader, imported now if it was not yet."""

@@ -1,4 +1,4 @@
-"""Writing a snapshot's ``:PathGroup`` and ``:TypeGroup`` nodes and its types' listings.
+"""Writing a snapshot's ``:PathGroup``, ``:TypeGroup`` and ``:StringGroup`` nodes and its types' listings.
 
 Shared by a load (:mod:`.writer`: the groups before the snapshot answers, the listings after) and
 ``heapdb rebuild`` (:mod:`.rebuild`: both after the offline import). docs/data-model.md says what
@@ -26,6 +26,12 @@ UNWIND $rows AS r
 CREATE (:TypeGroup {sid: $sid, type: r[0], objects: r[1], self_size: r[2], retained_size: r[3], max_retained_size: r[4]})
 """
 
+CREATE_STRING_GROUPS = """
+UNWIND $rows AS r
+CREATE (:StringGroup {sid: $sid, key: r[0], value: r[1], length: r[2], count: r[3], retained_size: r[4], wasted: r[5],
+                      example_id: r[6], owner_types: r[7], owner_copies: r[8], owner_example_ids: r[9]})
+"""
+
 SET_TYPE_LISTINGS = """
 UNWIND $rows AS r
 MATCH (t:TypeGroup {sid: $sid, type: r.type})
@@ -41,12 +47,13 @@ def write_groups(
     sid: int,
     path_groups: list[list[Any]],
     type_groups: list[list[Any]],
+    string_groups: list[list[Any]],
     batch_size: int = DEFAULT_BATCH,
     workers: int = 2,
     dropped: DroppedReferences | None = None,
 ) -> None:
-    """A snapshot's ``:PathGroup`` and ``:TypeGroup`` nodes (from :class:`LoadInput`'s
-    ``path_groups`` and ``type_groups``), and on its root object, the references its rules keep
+    """A snapshot's ``:PathGroup``, ``:TypeGroup`` and ``:StringGroup`` nodes (from
+    :class:`LoadInput`'s ``path_groups``, ``type_groups`` and ``string_groups``), and on its root object, the references its rules keep
     from retaining (``dropped``, from ``dropped_references``)."""
     if dropped is not None:
         database.write(
@@ -55,6 +62,7 @@ def write_groups(
     for label, statement, groups in (
         ("path groups", CREATE_PATH_GROUPS, path_groups),
         ("type groups", CREATE_TYPE_GROUPS, type_groups),
+        ("string groups", CREATE_STRING_GROUPS, string_groups),
     ):
 
         def send_groups(rows: list[list[Any]], statement: str = statement) -> int:

@@ -272,7 +272,7 @@ def delete_objects(
                 "REMOVE g.listing_ids, g.listing_names, g.listing_name_ends"
             )
         else:
-            for label, key in (("PathGroup", "sig"), ("TypeGroup", "type")):
+            for label, key in (("PathGroup", "sig"), ("TypeGroup", "type"), ("StringGroup", "key")):
                 if not until_none(
                     f"MATCH (g:{label} {{sid: $sid}}) WHERE g.{key} IS NOT NULL WITH g LIMIT $batch DELETE g"
                 ):

@@ -33,7 +33,7 @@ import numpy as np
 from heapdb import progress
 from heapdb.db import Database
 from heapdb.errors import LoadError, NotFound, OutdatedSnapshot, ReferencesLoading
-from heapdb.loader.graph import EDGE_KIND_NAMES, NUMERIC_NAME_KINDS, Detachedness, HeapGraph, StringTable
+from heapdb.loader.graph import EDGE_KIND_NAMES, NAMES_CUT, NUMERIC_NAME_KINDS, Detachedness, HeapGraph, StringTable
 from heapdb.loader.store.schema import STORE_VERSION
 from heapdb.loader.store.snapshots import Snapshot
 
@@ -141,6 +141,7 @@ def read_back(database: Database, tag: str, *, batch: int = READ_BATCH) -> Store
         raise _changed(tag, f"its root object {snapshot.root_id}")
     meta: dict[str, Any] = dict(snapshot.meta)
     meta.setdefault("format", snapshot.format or "unknown")  # what the analysis' semantics follow
+    meta[NAMES_CUT] = True  # inspections that compare whole names skip it
     if snapshot.runtime:
         meta.setdefault("runtime", snapshot.runtime)
     graph = HeapGraph(

@@ -59,7 +59,7 @@ from heapdb.loader.store.writer import snapshot_properties
 Say = Callable[[str], None]
 
 # What belongs to snapshots, and so is never carried over: their nodes, and the purger's claim.
-SNAPSHOT_LABELS = ("Object", "PathGroup", "TypeGroup", "Snapshot", "Purger")
+SNAPSHOT_LABELS = ("Object", "PathGroup", "TypeGroup", "StringGroup", "Snapshot", "Purger")
 
 
 def _quiet(_: str) -> None:
@@ -82,6 +82,7 @@ class StagedSnapshot:
     properties: dict[str, Any]  # its :Snapshot node's (snapshot_properties)
     path_groups: list[list[Any]]
     type_groups: list[list[Any]]
+    string_groups: list[list[Any]]
     listings: list[tuple[str, TypeListing]]
     root_id: int
     top_id: int | None  # the id of its object of rank 1 (the largest retained size), if any
@@ -160,6 +161,7 @@ def stage(
         properties=snapshot_properties(data, source=source, meta=meta, analysed_with=analysed_with),
         path_groups=data.path_groups(),
         type_groups=data.type_groups(),
+        string_groups=data.string_groups(),
         listings=list(data.type_listings()),
         root_id=int(g.ids[g.root]),
         top_id=int(g.ids[first[0]]) if len(first) else None,
@@ -323,6 +325,7 @@ def _swap(staged: list[StagedSnapshot], files: ImportFiles, seconds: dict[str, f
                     snapshot.sid,
                     snapshot.path_groups,
                     snapshot.type_groups,
+                    snapshot.string_groups,
                     dropped=snapshot.dropped,
                 )
                 write_listings(database, snapshot.sid, iter(snapshot.listings), len(snapshot.listings))

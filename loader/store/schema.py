@@ -40,6 +40,8 @@ SCHEMA = (
     # Only the first TOP_RANKS objects of a snapshot (overall, and per type) carry these properties.
     "CREATE INDEX heapdb_object_rank IF NOT EXISTS FOR (o:Object) ON (o.sid, o.rank)",
     "CREATE INDEX heapdb_object_type_rank IF NOT EXISTS FOR (o:Object) ON (o.sid, o.type, o.type_rank)",
+    # A snapshot's duplicate strings (at most a few hundred, read all at once).
+    "CREATE INDEX heapdb_string_group_sid IF NOT EXISTS FOR (g:StringGroup) ON (g.sid)",
     "CREATE CONSTRAINT heapdb_rule_set_key IF NOT EXISTS FOR (r:RuleSet) REQUIRE (r.name, r.version) IS UNIQUE",
 )
 

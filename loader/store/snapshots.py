@@ -75,6 +75,10 @@ class Snapshot:
     # Under bucket rules: each bucket's totals, {"name", "objects", "self_size", "retained_size",
     # "max_retained_size"} each, largest retained first (stored as JSON text; `diff --by bucket`).
     buckets: tuple[dict[str, Any], ...] = field(default=(), hash=False)
+    # Where the load computed them: the duplicate strings' totals over all strings, {"strings",
+    # "string_bytes", "duplicated", "wasted", "values"} (stored as JSON text; the rows are
+    # :StringGroup nodes). None: not computed (docs/analysis.md, "Duplicate strings").
+    strings: dict[str, int] | None = field(default=None, hash=False)
     meta: dict[str, Any] = field(default_factory=dict, hash=False)  # a dict cannot be hashed; the rest can
 
     @classmethod
@@ -83,6 +87,8 @@ class Snapshot:
         known = {f.name for f in fields(cls)}
         values = {k: v for k, v in props.items() if k in known and v is not None}
         meta = values.get("meta")
+        if isinstance(values.get("strings"), str):
+            values["strings"] = json.loads(values["strings"])
         if isinstance(meta, str):
             values["meta"] = json.loads(meta)
         elif isinstance(meta, Mapping):

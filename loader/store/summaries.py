@@ -20,6 +20,7 @@ import numpy as np
 from heapdb.loader.analysis import Analysis, LookThrough, outermost_members
 from heapdb.loader.analysis.ranking import largest_first
 from heapdb.loader.graph import EDGE_KIND_NAMES, NUMERIC_NAME_KINDS, HeapGraph
+from heapdb.loader.inspections.strings import STRING_TOTALS, DuplicateStrings, stored_strings
 from heapdb.loader.paths import FirstPaths, first_paths, path_hops
 from heapdb.loader.rules.summary import bucket_totals
 from heapdb.loader.store.bulk import NULL
@@ -87,6 +88,9 @@ class LoadInput:
     # weak, or outranked by an owner), as edge indices. Questions that walk :REF at question time
     # leave them out (see :meth:`dropped_references`).
     rules_dropped: np.ndarray | None = None  # int64[k]
+    # The duplicate strings a load stores (heapdb.loader.inspections.strings.stored_strings); None
+    # where the format shows no string contents.
+    strings: DuplicateStrings | None = None
 
     @classmethod
     def from_analysis(
@@ -123,6 +127,7 @@ class LoadInput:
             verdict=verdict,
             notes=notes,
             rules_dropped=None if retaining is None else np.flatnonzero(retaining & ~result.retaining),
+            strings=stored_strings(graph, result),
         )
 
     def dropped_references(self) -> DroppedReferences | None:
@@ -228,6 +233,34 @@ class LoadInput:
             return {}
         rows.sort(key=lambda r: (-r["retained_size"], r["name"]))
         return {"buckets": json.dumps(rows)}
+
+    def strings_property(self) -> dict[str, str]:
+        """The ``:Snapshot`` property ``strings``: JSON text of the duplicate strings' totals (its
+        rows are ``:StringGroup`` nodes, :meth:`string_groups`); nothing where they were not computed."""
+        if self.strings is None:
+            return {}
+        totals = {f: getattr(self.strings, f) for f in STRING_TOTALS}
+        return {"strings": json.dumps(totals)}
+
+    def string_groups(self) -> list[list[Any]]:
+        """One row per duplicated content kept (``:StringGroup``; see groups.CREATE_STRING_GROUPS)."""
+        if self.strings is None:
+            return []
+        return [
+            [
+                r.key,
+                r.value,
+                r.length,
+                r.count,
+                r.retained_size,
+                r.wasted,
+                r.example_id,
+                [o.type for o in r.owners],
+                [o.copies for o in r.owners],
+                [o.example_id for o in r.owners],
+            ]
+            for r in self.strings.rows
+        ]
 
     def root_groups_property(self) -> dict[str, list[int]]:
         """The ``:Snapshot`` property ``root_group_ids``: the root's id and its synthetic objects'

@@ -31,6 +31,7 @@ import numpy as np
 from heapdb import progress
 from heapdb.db import Database, translate_errors
 from heapdb.errors import LoadError
+from heapdb.loader.graph import NAMES_CUT
 from heapdb.loader.store import bulk
 from heapdb.loader.store.batches import DEFAULT_BATCH, chunks, run_batches
 from heapdb.loader.store.bulk import Batch
@@ -251,9 +252,13 @@ def snapshot_properties(
         "unreachable_count": int(g.node_count - np.count_nonzero(data.reachable)),
         "root_id": int(g.ids[g.root]),
         **data.root_groups_property(),
-        "meta": json.dumps({**{k: v for k, v in g.meta.items() if _jsonable(v)}, **(meta or {})}, sort_keys=True),
+        "meta": json.dumps(
+            {**{k: v for k, v in g.meta.items() if _jsonable(v) and k != NAMES_CUT}, **(meta or {})}, sort_keys=True
+        ),
         # Under bucket rules: each bucket's totals (JSON text), what `diff --by bucket` compares.
         **data.buckets_property(),
+        # Where computed: the duplicate strings' totals (JSON text); the rows are :StringGroup nodes.
+        **data.strings_property(),
         **(analysed_with or {}),
     }
 
@@ -294,6 +299,7 @@ class _Steps:
             self.sink.sid,
             data.path_groups(),
             type_groups,
+            data.string_groups(),
             self.batch_size,
             self.workers,
             dropped=data.dropped_references(),

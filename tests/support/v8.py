@@ -35,17 +35,21 @@ __all__ = [
     "load_memlab_oracle",
     "node_environment",
     "run_memlab_oracle",
+    "run_memlab_strings",
     "write_closure_cache_snapshots",
+    "write_duplicate_strings_snapshot",
     "write_leak_snapshot",
     "write_leak_snapshots",
 ]
 
 ORACLE_SCRIPT = JS_DIR / "memlab_oracle.js"
+STRINGS_SCRIPT = JS_DIR / "memlab_strings.js"
 
 ensure_node_tools = needs("node")(node.ensure_node_tools)
 write_leak_snapshots = needs("node")(node.write_leak_snapshots)
 write_leak_snapshot = needs("node")(node.write_leak_snapshot)
 write_closure_cache_snapshots = needs("node")(node.write_closure_cache_snapshots)
+write_duplicate_strings_snapshot = needs("node")(node.write_duplicate_strings_snapshot)
 
 
 @dataclass
@@ -104,3 +108,14 @@ def run_memlab_oracle(
     out_path = Path(out) if out is not None else snapshot.with_name(snapshot.name + ".memlab")
     run_node([str(ORACLE_SCRIPT), str(snapshot), str(out_path)], f"memlab_oracle.js on {snapshot}", timeout)
     return load_memlab_oracle(out_path)
+
+
+@needs("node")
+def run_memlab_strings(snapshot: str | os.PathLike[str], out: str | os.PathLike[str], timeout: float = 600) -> dict:
+    """memlab's ``string`` analysis of ``snapshot``, as ``memlab_strings.js`` writes it to ``out``:
+    its top lists, pattern statistics and every string value's group."""
+    ensure_node_tools()
+    run_node([str(STRINGS_SCRIPT), str(snapshot), str(out)], f"memlab_strings.js on {snapshot}", timeout)
+    with open(out, encoding="utf-8") as f:
+        answer: dict = json.load(f)
+    return answer

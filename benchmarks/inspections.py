@@ -1,0 +1,84 @@
+"""Inspections benchmark: what ``heapdb analyze --strings`` adds to ``heapdb analyze``, beside memlab's
+``memlab analyze string`` on the same file.
+
+Three whole processes, alternating, ``--repeat`` times each, timed from outside with their peak
+memory (``benchmarks.analysis.run_process``):
+
+- ``python -m heapdb analyze FILE --json``: read, analysis, report;
+- ``python -m heapdb analyze FILE --json --strings``: the same, and the duplicate strings;
+- ``memlab analyze string --snapshot FILE`` (memlab's own command, from ``tests/js/node_modules``).
+
+The fastest run of each is reported with its peak, the share ``--strings`` adds, and the load
+average before and after. The input is a real Node snapshot: ``--snapshot FILE``, or
+``tests/js/leak.js`` grown to ``--v8-units`` leak units (~220 MB at 139,000), as
+``benchmarks.analysis`` makes it.
+
+Usage (from the repository root)::
+
+    python -m benchmarks.inspections --v8-units 139000 --repeat 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from benchmarks.analysis import NODE_HEAP_FLAG, REPO, fastest, heapdb_environment, run_process, v8_file
+
+
+def heapdb(path: Path, *extra: str) -> dict[str, Any]:
+    done = run_process(
+        [sys.executable, "-m", "heapdb", "analyze", "--json", *extra, str(path)], REPO, heapdb_environment()
+    )
+    report = json.loads(done.pop("stdout"))
+    return {**done, "strings": report.get("strings", {}).get("strings")}
+
+
+def memlab(path: Path) -> dict[str, Any]:
+    from heapgen.node import JS_DIR, ensure_node_tools, node_environment
+
+    ensure_node_tools()
+    command = ["node", NODE_HEAP_FLAG, str(JS_DIR / "node_modules" / ".bin" / "memlab"), "analyze", "string"]
+    done = run_process([*command, "--snapshot", str(path)], JS_DIR, node_environment())
+    done.pop("stdout")
+    return done
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--snapshot", type=Path, help="a real .heapsnapshot to use (instead of --v8-units)")
+    parser.add_argument("--v8-units", type=int, default=139_000, help="leak.js units for the snapshot")
+    parser.add_argument("--workdir", default="/tmp/heapdb-bench", help="where the generated snapshot is kept")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per command; the fastest is reported")
+    args = parser.parse_args()
+    workdir = Path(args.workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    path = args.snapshot or v8_file(workdir, args.v8_units)
+
+    heapdb(path, "--strings")  # numba's kernel cache and the page cache warm, as for any second run
+    runs: dict[str, list[dict[str, Any]]] = {"analyze": [], "analyze --strings": [], "memlab analyze string": []}
+    load_before = os.getloadavg()
+    for _ in range(max(1, args.repeat)):
+        runs["analyze"].append(heapdb(path))
+        runs["analyze --strings"].append(heapdb(path, "--strings"))
+        runs["memlab analyze string"].append(memlab(path))
+    load_after = os.getloadavg()
+    best = {name: fastest(figures) for name, figures in runs.items()}
+
+    size = path.stat().st_size / 2**20
+    print(f"{path} ({size:,.0f} MiB); load average before {load_before}, after {load_after}")
+    print("| command | wall s (fastest) | all runs s | peak RSS MiB |")
+    print("|---|---:|---|---:|")
+    for name, row in best.items():
+        walls = ", ".join(f"{w:.2f}" for w in row["all_wall_s"])
+        print(f"| {name} | {row['wall_s']:.2f} | {walls} | {row['peak_rss_mib']:,.0f} |")
+    added = best["analyze --strings"]["wall_s"] / best["analyze"]["wall_s"] - 1
+    print(f"--strings adds {added:.1%} to analyze; {best['analyze --strings']['strings']:,} strings counted")
+
+
+if __name__ == "__main__":
+    main()

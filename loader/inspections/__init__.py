@@ -1,0 +1,12 @@
+"""Inspections: what wastes memory in one snapshot, found from its graph and analysis.
+
+Each inspection is a module of its own with one entry point that takes a
+:class:`~heapdb.loader.graph.HeapGraph` and its :class:`~heapdb.loader.analysis.Analysis` and
+returns a frozen result of arrays (no Python object per heap object):
+
+- :mod:`.strings`: duplicate strings, grouped by their whole content (memlab's ``string``
+  analysis, MAT's duplicate strings).
+
+Which objects an inspection looks at is a trait of the snapshot's format
+(:class:`~heapdb.loader.formats.protocol.StringKinds`), never a comparison of format names.
+"""

@@ -1,0 +1,103 @@
+"""The numba kernels of the duplicate-strings inspection (:mod:`.strings`): content hashes of
+names and of concatenations, and the parts of each concatenation. Imported only where a graph is
+inspected, so that the records and the text of a stored answer load no numba.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from heapdb.loader.inspections.strings import CONCATENATED, SLICED
+
+# The hash's two prime moduli and bases: products of two residues fit in an int64.
+P1, B1 = 2_147_483_647, 1_000_003
+P2, B2 = 1_000_000_007, 911_382_323
+
+
+@numba.njit(cache=True)
+def polynomial_hashes(points, ends):  # pragma: no cover - compiled
+    k = ends.shape[0]
+    h1 = np.zeros(k, dtype=np.int64)
+    h2 = np.zeros(k, dtype=np.int64)
+    start = 0
+    for i in range(k):
+        a = np.int64(0)
+        b = np.int64(0)
+        for j in range(start, ends[i]):
+            c = np.int64(points[j])
+            a = (a * B1 + c) % P1
+            b = (b * B2 + c) % P2
+        h1[i] = a
+        h2[i] = b
+        start = ends[i]
+    return h1, h2
+
+
+@numba.njit(cache=True)
+def power(base, exponent, modulus):  # pragma: no cover - compiled
+    result = 1
+    base = base % modulus
+    while exponent > 0:
+        if exponent & 1:
+            result = result * base % modulus
+        base = base * base % modulus
+        exponent >>= 1
+    return result
+
+
+@numba.njit(cache=True)
+def first_edge_named(edge_start, edge_to, edge_name, named_edges, sources, indexes):  # pragma: no cover
+    target = np.full(edge_start.shape[0] - 1, -1, dtype=np.int32)
+    for v in sources:
+        for e in range(edge_start[v], edge_start[v + 1]):
+            if not named_edges[e]:
+                continue
+            hit = False
+            for i in indexes:
+                if edge_name[e] == i:
+                    hit = True
+            if hit:
+                target[v] = edge_to[e]
+                break
+    return target
+
+
+@numba.njit(cache=True)
+def content_hashes(role, first, second, parent, h1, h2, length):  # pragma: no cover - compiled
+    """Each concatenation's and sliced string's content hash from its parts', children first
+    (iteratively); a part missing, or a cycle in a malformed file, counts as empty."""
+    n = role.shape[0]
+    state = np.zeros(n, dtype=np.int8)  # 0 to do, 1 on the stack, 2 done
+    stack = np.empty(n, dtype=np.int32)
+    for start in range(n):
+        if role[start] != CONCATENATED and role[start] != SLICED or state[start] == 2:
+            continue
+        depth = 0
+        stack[0] = start
+        state[start] = 1
+        depth = 1
+        while depth > 0:
+            v = stack[depth - 1]
+            pushed = False
+            parts = (first[v], second[v]) if role[v] == CONCATENATED else (parent[v], np.int32(-1))
+            for child in parts:
+                if child >= 0 and (role[child] == CONCATENATED or role[child] == SLICED) and state[child] == 0:
+                    stack[depth] = child
+                    state[child] = 1
+                    depth += 1
+                    pushed = True
+                    break
+            if pushed:
+                continue
+            a1, a2, la = np.int64(0), np.int64(0), np.int64(0)
+            for child in parts:
+                if child < 0 or state[child] == 1:  # missing, or a cycle back to the stack
+                    continue
+                a1 = (a1 * power(B1, length[child], P1) + h1[child]) % P1
+                a2 = (a2 * power(B2, length[child], P2) + h2[child]) % P2
+                la += length[child]
+            h1[v], h2[v], length[v] = a1, a2, la
+            state[v] = 2
+            depth -= 1
+    return h1, h2, length

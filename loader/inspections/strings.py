@@ -1,0 +1,386 @@
+"""Duplicate strings: the string objects of a snapshot grouped by their whole content.
+
+What counts, and how, is memlab's ``string`` analysis (``memlab analyze string``), so that its
+answers are ours number for number (``tests/test_inspections_strings.py`` checks every group):
+
+- the objects the format's :class:`~heapdb.loader.formats.protocol.StringKinds` calls plain or
+  concatenated strings; not sliced strings, and not strings an object of a code kind dominates
+  (the string itself included in the chain);
+- a concatenation's content is its ``first`` part's followed by its ``second``'s, however the parts
+  are split: ``"ab" + "c"`` and ``"a" + "bc"`` are one value;
+- a group's size is the sum of its copies' retained sizes, and what the copies waste is that size
+  times (count - 1) / count: all of it but one copy's share.
+
+Contents are compared by hash, never rebuilt: a concatenation's hash is computed from its parts'
+(a polynomial hash modulo two primes, with the length, composes over concatenation), so a
+megabyte-long cons string costs what its tree does. Two different contents collide with odds of
+about one in 2^61 per pair. Only the groups reported get their text, cut to ``chars`` characters.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from heapdb.loader.formats import StringKinds, named
+from heapdb.loader.graph import NAMES_CUT, NUMERIC_NAME_KINDS, HeapGraph
+from heapdb.units import human_bytes, short_name
+
+if TYPE_CHECKING:
+    from heapdb.loader.analysis import Analysis
+
+# What a node is to the inspection and its kernels (heapdb.loader.inspections.kernels).
+OTHER, PLAIN, CONCATENATED, SLICED = 0, 1, 2, 3
+
+
+@dataclass(frozen=True)
+class StringGroups:
+    """The counted strings group by group, and each group's figures (indexed by group number)."""
+
+    nodes: np.ndarray  # int64[c]: the counted strings, group after group, in node order within one
+    starts: np.ndarray  # int64[g]: where each group's nodes start
+    count: np.ndarray  # int64[g]: copies
+    retained_size: np.ndarray  # int64[g]: the copies' retained sizes summed
+    length: np.ndarray  # int64[g]: characters of the whole content
+    hashes: np.ndarray  # int64[g, 2]: the content's two hashes (heapdb.loader.inspections.kernels)
+    first: np.ndarray  # int32[g]: one copy, the node of the group's largest retained size (lowest id on ties)
+
+    def key(self, g: int) -> str:
+        """Group ``g``'s content key: equal in any snapshot that holds the same content."""
+        return f"{int(self.hashes[g, 0]):08x}{int(self.hashes[g, 1]):08x}-{int(self.length[g])}"
+
+    @property
+    def strings(self) -> int:
+        """The string objects counted."""
+        return int(self.count.sum())
+
+    @property
+    def string_bytes(self) -> int:
+        """What they retain, summed."""
+        return int(self.retained_size.sum())
+
+    def wasted(self) -> np.ndarray:
+        """float64[g]: what all copies but one retain, as memlab counts it (its ``dupSize``)."""
+        return self.retained_size * (self.count - 1) / self.count
+
+    @property
+    def duplicated(self) -> int:
+        """Copies beyond the first of each content (memlab's ``dupN``)."""
+        return int((self.count - 1).sum())
+
+    def members(self, g: int) -> np.ndarray:
+        """The nodes of group ``g``, in node order."""
+        return self.nodes[self.starts[g] : self.starts[g] + self.count[g]]
+
+
+def string_groups(graph: HeapGraph, result: Analysis, kinds: StringKinds | None = None) -> StringGroups | None:
+    """Group ``graph``'s strings by content. None when its format declares no strings (``kinds``
+    overrides the format's declaration)."""
+    kinds = kinds or _kinds(graph)
+    if kinds is None:
+        return None
+    from heapdb.loader.analysis import spread_down  # the kernels load numba: only when a graph is inspected
+    from heapdb.loader.inspections import kernels
+
+    role = _roles(graph, kinds)
+    first, second, parent = _parts(graph, role)
+    needed = np.flatnonzero(role != OTHER)
+    named_nodes = np.union1d(needed, np.concatenate([first[first >= 0], second[second >= 0], parent[parent >= 0]]))
+    h1, h2, length = _name_hashes(graph, named_nodes)
+    h1, h2, length = kernels.content_hashes(role, first, second, parent, h1, h2, length)
+
+    code = np.isin(graph.kind, _kind_indexes(graph, kinds.code))
+
+    under_code = spread_down(result, np.where(code, 0, -1).astype(np.int32)) >= 0
+    counted = np.flatnonzero(((role == PLAIN) | (role == CONCATENATED)) & ~under_code)
+    counted = counted[np.lexsort((h2[counted], h1[counted], length[counted]))]
+    new_key = np.ones(counted.size, dtype=np.bool_)
+    new_key[1:] = (np.diff(length[counted]) != 0) | (np.diff(h1[counted]) != 0) | (np.diff(h2[counted]) != 0)
+    starts = np.flatnonzero(new_key)
+    number = (np.cumsum(new_key) - 1).astype(np.int32)
+    retained = result.retained_size[counted]
+    largest = _largest_per_group(number, retained, result.ids[counted])
+    heads = counted[starts]
+    return StringGroups(
+        nodes=counted,
+        starts=starts,
+        count=np.diff(np.append(starts, counted.size)).astype(np.int64),
+        retained_size=np.add.reduceat(retained, starts) if counted.size else np.zeros(0, dtype=np.int64),
+        length=length[heads],
+        hashes=np.stack([h1[heads], h2[heads]], axis=1),
+        first=counted[largest].astype(np.int32),
+    )
+
+
+def _kinds(graph: HeapGraph) -> StringKinds | None:
+    """The strings ``graph``'s format declares; None for none, and for a graph read back from the
+    store, whose names are cut (:data:`heapdb.loader.graph.NAMES_CUT`)."""
+    declared = named(graph.meta.get("format"))
+    return None if declared is None or graph.meta.get(NAMES_CUT) else declared.strings
+
+
+def text_of(graph: HeapGraph, node: int, chars: int, kinds: StringKinds) -> str:
+    """The content of string ``node``, cut to ``chars`` characters: a concatenation's parts are
+    walked in order (iteratively: cons trees can be deep) until that many are found."""
+    role = _roles(graph, kinds)
+    parts: list[str] = []
+    have = 0
+    stack = [node]
+    # Parts may be shared (a + a), so nothing marks a node seen; a malformed file's cycle would
+    # never end, so the walk stops after as many steps as a well-formed tree could take.
+    steps = 2 * (graph.node_count + chars)
+    while stack and have < chars and steps > 0:
+        steps -= 1
+        v = stack.pop()
+        if role[v] in (CONCATENATED, SLICED):
+            names = ("parent",) if role[v] == SLICED else ("second", "first")  # pushed right first
+            for name in names:
+                child = _named_edge(graph, v, name)
+                if child >= 0:
+                    stack.append(child)
+            continue
+        text = graph.strings[graph.name[v]]
+        parts.append(text[: chars - have])
+        have += len(parts[-1])
+    return "".join(parts)
+
+
+# --- the report ---------------------------------------------------------------------------------
+
+VALUE_CHARS = 200  # characters of a duplicated content a report shows (and a load stores)
+# What a report ranks its groups by, the default first: what all copies but one retain, what all of
+# them retain (memlab's "top duplicated strings in size"), the number of copies (its "in count").
+SORTS = ("wasted", "retained_size", "count")
+OWNERS_SHOWN = 3  # a group's owner types listed, most copies first
+KEPT = 100  # contents a load stores of each ranking: the stored question's largest limit
+
+
+@dataclass(frozen=True)
+class StringOwner:
+    """The objects of one type that own copies of one content (the copies' immediate dominators:
+    what would free them)."""
+
+    type: str
+    copies: int
+    example_id: int  # the owner of most of those copies (lowest id on ties)
+
+
+@dataclass(frozen=True)
+class DuplicateString:
+    """One content held in more than one string object."""
+
+    key: str  # the content's hashes and length: the same in every snapshot that holds this content
+    value: str  # cut to VALUE_CHARS characters
+    length: int  # characters of the whole content
+    count: int
+    retained_size: int  # the copies' retained sizes summed
+    wasted: int  # what all copies but one retain (count - 1 of count shares, rounded)
+    example_id: int  # the largest copy: ask `why` about it
+    owners: tuple[StringOwner, ...]  # the objects that own most copies
+
+
+@dataclass(frozen=True)
+class DuplicateStrings:
+    """The duplicate strings of one snapshot: the totals over all its strings, and the most
+    wasteful duplicated contents."""
+
+    source: str
+    strings: int  # string objects counted
+    string_bytes: int  # what they retain
+    duplicated: int  # copies beyond the first of each content
+    wasted: int  # what those copies retain
+    values: int  # distinct contents held more than once
+    sort: str
+    rows: tuple[DuplicateString, ...]
+
+
+# The figures of DuplicateStrings over all strings (a load stores them on the :Snapshot).
+STRING_TOTALS = ("strings", "string_bytes", "duplicated", "wasted", "values")
+
+
+def duplicate_strings(
+    graph: HeapGraph, result: Analysis, *, source: str, limit: int, sort: str = SORTS[0]
+) -> DuplicateStrings | None:
+    """The ``limit`` duplicated contents first by ``sort`` (one of :data:`SORTS`), then by what they
+    waste, then by example id; None when the format declares no strings."""
+    grouped = string_groups(graph, result)
+    if grouped is None:
+        return None
+    return _report(graph, result, grouped, _ranked(grouped, result.ids, sort)[:limit], source, sort)
+
+
+def stored_strings(graph: HeapGraph, result: Analysis) -> DuplicateStrings | None:
+    """What a load stores (:func:`reranked` answers from it): the totals, and the :data:`KEPT` first
+    contents of every ranking, most wasted first."""
+    grouped = string_groups(graph, result)
+    if grouped is None:
+        return None
+    kept = set(np.concatenate([_ranked(grouped, result.ids, sort)[:KEPT] for sort in SORTS]).tolist())
+    order = np.array([g for g in _ranked(grouped, result.ids, SORTS[0]) if g in kept], dtype=np.int64)
+    return _report(graph, result, grouped, order, "", SORTS[0])
+
+
+def reranked(stored: DuplicateStrings, *, source: str, limit: int, sort: str) -> DuplicateStrings:
+    """A stored answer's first ``limit`` rows by ``sort``, in the order :func:`duplicate_strings`
+    gives a file's (exact for a ``limit`` up to :data:`KEPT`)."""
+    rows = sorted(stored.rows, key=lambda r: (-getattr(r, sort), -r.wasted, r.example_id))
+    return dataclasses.replace(stored, source=source, sort=sort, rows=tuple(rows[:limit]))
+
+
+def _ranked(grouped: StringGroups, ids: np.ndarray, sort: str) -> np.ndarray:
+    """The duplicated groups by ``sort``, then by what they waste (rounded, as a row says it), then
+    by example id, so that a file's and a stored answer's orders agree."""
+    duplicated = np.flatnonzero(grouped.count > 1)
+    wasted = np.round(grouped.wasted()[duplicated])
+    figure = {"wasted": wasted, "retained_size": grouped.retained_size[duplicated], "count": grouped.count[duplicated]}[
+        sort
+    ]
+    return duplicated[np.lexsort((ids[grouped.first[duplicated]], -wasted, -figure))]
+
+
+def _report(
+    graph: HeapGraph, result: Analysis, grouped: StringGroups, order: np.ndarray, source: str, sort: str
+) -> DuplicateStrings:
+    kinds = _kinds(graph)
+    assert kinds is not None  # string_groups found strings
+    wasted = grouped.wasted()
+    owners = _owners(grouped, result, graph, order)
+    rows = tuple(
+        DuplicateString(
+            key=grouped.key(int(g)),
+            value=text_of(graph, int(grouped.first[g]), VALUE_CHARS, kinds),
+            length=int(grouped.length[g]),
+            count=int(grouped.count[g]),
+            retained_size=int(grouped.retained_size[g]),
+            wasted=round(float(wasted[g])),
+            example_id=int(graph.ids[grouped.first[g]]),
+            owners=owners[i],
+        )
+        for i, g in enumerate(order)
+    )
+    duplicated = grouped.count > 1
+    return DuplicateStrings(
+        source=source,
+        strings=grouped.strings,
+        string_bytes=grouped.string_bytes,
+        duplicated=grouped.duplicated,
+        wasted=round(float(wasted[duplicated].sum())),
+        values=int(np.count_nonzero(duplicated)),
+        sort=sort,
+        rows=rows,
+    )
+
+
+def _owners(
+    grouped: StringGroups, result: Analysis, graph: HeapGraph, groups: np.ndarray
+) -> list[tuple[StringOwner, ...]]:
+    """Per group of ``groups``, the types of its copies' immediate dominators with the most copies."""
+    found = []
+    for g in groups:
+        idom = result.idom[grouped.members(int(g))]
+        owners, copies = np.unique(idom[idom >= 0], return_counts=True)
+        by_type: dict[str, list[int]] = {}
+        for i in np.lexsort((graph.ids[owners], -copies)):  # each type's first owner owns most
+            by_type.setdefault(graph.type_name(int(owners[i])), []).append(int(i))
+        ranked = sorted(by_type.items(), key=lambda item: (-int(copies[item[1]].sum()), item[0]))
+        found.append(
+            tuple(
+                StringOwner(type=name, copies=int(copies[at].sum()), example_id=int(graph.ids[owners[at[0]]]))
+                for name, at in ranked[:OWNERS_SHOWN]
+            )
+        )
+    return found
+
+
+def duplicate_strings_text(answer: DuplicateStrings) -> str:
+    """The report as ``heapdb analyze --strings`` and ``heapdb strings`` print it."""
+    share = answer.wasted / answer.string_bytes if answer.string_bytes else 0.0
+    lines = [
+        f"Duplicate strings in {answer.source}: {answer.duplicated:,} of {answer.strings:,} strings are copies "
+        f"of {answer.values:,} contents, wasting {human_bytes(answer.wasted)} ({share:.1%} of "
+        f"{human_bytes(answer.string_bytes)} of strings)",
+        f"  {'wasted':>10}  {'copies':>8}  {'length':>8}  {'example':>10}  content; owners",
+    ]
+    for r in answer.rows:
+        owners = ", ".join(f"{o.copies:,} in {short_name(o.type, 40)} (e.g. @{o.example_id})" for o in r.owners)
+        lines.append(
+            f"  {human_bytes(r.wasted):>10}  {r.count:>8,}  {r.length:>8,}  {'@' + str(r.example_id):>10}  "
+            f"{short_name(repr(r.value) if r.value.strip() != r.value or not r.value else r.value, 60)}; {owners}"
+        )
+    if answer.values > len(answer.rows):
+        lines.append(f"  … {answer.values - len(answer.rows):,} more duplicated contents")
+    return "\n".join(lines)
+
+
+# --- the parts ----------------------------------------------------------------------------------
+
+
+def _kind_indexes(graph: HeapGraph, names: frozenset[str]) -> np.ndarray:
+    return np.array([i for i, k in enumerate(graph.node_kinds) if k in names], dtype=graph.kind.dtype)
+
+
+def _roles(graph: HeapGraph, kinds: StringKinds) -> np.ndarray:
+    role = np.zeros(len(graph.node_kinds), dtype=np.int8)
+    for value, names in ((PLAIN, kinds.plain), (CONCATENATED, kinds.concatenated), (SLICED, kinds.sliced)):
+        role[_kind_indexes(graph, names)] = value
+    return role[graph.kind]
+
+
+def _name_indexes(graph: HeapGraph, name: str) -> np.ndarray:
+    return np.array([i for i, s in enumerate(graph.strings) if s == name], dtype=np.int64)
+
+
+def _parts(graph: HeapGraph, role: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """int32[n] each: the target of a concatenation's first ``first`` and ``second`` reference and
+    of a sliced string's first ``parent`` reference; -1 where there is none."""
+    from heapdb.loader.inspections import kernels
+
+    sources = np.flatnonzero((role == CONCATENATED) | (role == SLICED))
+    found = []
+    named_edges = ~np.isin(graph.edge_kind, np.array(sorted(NUMERIC_NAME_KINDS), dtype=graph.edge_kind.dtype))
+    for name in ("first", "second", "parent"):
+        target = np.full(graph.node_count, -1, dtype=np.int32)
+        indexes = _name_indexes(graph, name)
+        if sources.size and indexes.size:
+            target = kernels.first_edge_named(
+                graph.edge_start, graph.edge_to, graph.edge_name, named_edges, sources, indexes
+            )
+        found.append(target)
+    return found[0], found[1], found[2]
+
+
+def _named_edge(graph: HeapGraph, v: int, name: str) -> int:
+    for e in range(int(graph.edge_start[v]), int(graph.edge_start[v + 1])):
+        if graph.edge_kind[e] not in NUMERIC_NAME_KINDS and graph.strings[graph.edge_name[e]] == name:
+            return int(graph.edge_to[e])
+    return -1
+
+
+def _name_hashes(graph: HeapGraph, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The hash and length of each of ``nodes``' names (zero elsewhere), each distinct name hashed once."""
+    h1 = np.zeros(graph.node_count, dtype=np.int64)
+    h2 = np.zeros(graph.node_count, dtype=np.int64)
+    length = np.zeros(graph.node_count, dtype=np.int64)
+    if not nodes.size:
+        return h1, h2, length
+    from heapdb.loader.inspections import kernels
+
+    names, which = np.unique(graph.name[nodes], return_inverse=True)
+    texts = [graph.strings[i] for i in names]
+    lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
+    # One buffer of code points for all of them; lone surrogates (JSON allows them) pass as themselves.
+    points = np.frombuffer("".join(texts).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    ends = np.cumsum(lengths)
+    n1, n2 = kernels.polynomial_hashes(points, ends)
+    h1[nodes], h2[nodes], length[nodes] = n1[which], n2[which], lengths[which]
+    return h1, h2, length
+
+
+def _largest_per_group(number: np.ndarray, retained: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Per group, the position (in the grouped order) of its largest copy, lowest id on ties."""
+    order = np.lexsort((ids, -retained, number))
+    firsts = np.flatnonzero(np.concatenate(([True], np.diff(number[order]) != 0))) if order.size else order
+    return order[firsts]
