@@ -40,7 +40,7 @@ def our_groups(graph: HeapGraph, result: analysis.Analysis) -> dict[str, tuple[i
     assert grouped is not None
     found = {}
     for g in range(grouped.count.shape[0]):
-        content = strings.text_of(graph, int(grouped.first[g]), 1 << 40, V8_STRINGS)
+        content = strings.text_of(graph, [int(grouped.first[g])], 1 << 40, V8_STRINGS)[0]
         members = grouped.members(g)
         assert len(content) == grouped.length[g]
         found[content] = (int(grouped.count[g]), int(grouped.retained_size[g]), sorted(graph.ids[members].tolist()))
@@ -237,7 +237,7 @@ def test_a_cycle_of_concatenations_ends() -> None:
     graph = v8_like_graph([0, 3, 3, 2], [0, 0, 0, 3], [1, 1, 1, 1], edges, strings_table)
     grouped = strings.string_groups(graph, analysis.analyze(graph))
     assert grouped is not None and grouped.strings == 3
-    assert len(strings.text_of(graph, 1, 100, V8_STRINGS)) <= 100  # it returns
+    assert len(strings.text_of(graph, [1], 100, V8_STRINGS)[0]) <= 100  # it returns
 
 
 def test_a_format_without_strings_has_no_answer() -> None:

@@ -25,8 +25,12 @@ from heapdb.loader.store import Snapshot
 from heapdb.queries import params
 from heapdb.queries.questions import Questions
 from heapdb.queries.single import strings_not_computed
+from heapdb.service import pages
 from heapdb.service.app import create_app
 from heapdb.service.links import to_json
+from tests.support.chromium import ChromiumPage
+from tests.support.pages import SCREENSHOTS
+from tests.support.serving import served
 from tests.support.snapshots import LUAU_FIXTURES, Loaded, load_snapshot
 from tests.support.v8 import write_duplicate_strings_snapshot
 
@@ -73,6 +77,30 @@ def test_the_command_the_rest_twin_and_their_bounds(database: Database, dup: Loa
     assert too_many.exit_code != 0 and "Traceback" not in too_many.output
 
 
+def test_a_person_reads_the_waste_first_and_opens_a_copy_in_chromium(database: Database, dup: Loaded) -> None:
+    answer = Questions(database).strings(dup.tag, params.Strings(limit=pages.WASTE_ROWS))
+    with served(create_app(token="")) as port, ChromiumPage("about:blank", timeout=60) as browser:
+        base = f"http://127.0.0.1:{port}"
+        browser.goto(base + pages.page_path(pages.SNAPSHOT, tag=dup.tag))
+        headings = browser.evaluate("[...document.querySelectorAll('main h2')].map(h => h.innerText)")
+        assert headings[0] == "What wastes memory here"
+        summary = browser.evaluate("document.querySelector('#strings-summary').innerText")
+        assert f"{answer.duplicated:,} of {answer.strings:,} strings" in summary
+        rows = browser.evaluate(
+            "[...document.querySelectorAll('#strings tbody tr')].map(tr => [...tr.cells].map(c => c.innerText))"
+        )
+        assert len(rows) == len(answer.rows) == pages.WASTE_ROWS
+        config = rows[0]
+        assert config[0].startswith('{"service":"checkout"') and "1,024 characters" in config[0]
+        assert config[1] == "3,000" and config[3].startswith(f"{answer.rows[0].owners[0].copies:,} in RequestContext")
+        browser.screenshot(SCREENSHOTS / "snapshot-waste.png")
+        example = answer.rows[0].example_id
+        reached = browser.follow(f'#strings tbody tr:first-child a[href$="/objects/{example}"]')
+        assert reached == base + pages.object_page(dup.tag, example)
+        assert f"@{example}" in browser.evaluate("document.querySelector('h1').innerText")
+        assert browser.problems == [], browser.problems
+
+
 def test_a_snapshot_without_them_says_what_to_do(database: Database, dup: Loaded) -> None:
     tag = f"test-strings-old-{uuid.uuid4().hex[:8]}"
     # The same snapshot as a load before duplicate strings existed stored it: loaded again, the
@@ -83,8 +111,11 @@ def test_a_snapshot_without_them_says_what_to_do(database: Database, dup: Loaded
         Questions(database).strings(tag)
     result = CliRunner().invoke(main, ["strings", tag])
     assert result.exit_code == 1 and "not computed" in result.output and "Traceback" not in result.output
-    rest = TestClient(create_app(token="")).get(f"/api/snapshots/{tag}/strings")
+    client = TestClient(create_app(token=""))
+    rest = client.get(f"/api/snapshots/{tag}/strings")
     assert rest.status_code == 409 and "not computed" in rest.json()["error"]
+    page = client.get(pages.page_path(pages.SNAPSHOT, tag=tag))  # the page still answers, and says why
+    assert page.status_code == 200 and "Duplicate strings: duplicate strings were not computed" in page.text
 
 
 def test_a_reanalysed_snapshot_says_its_names_are_cut(database: Database) -> None:

@@ -81,7 +81,11 @@ def serve(host: str, port: int, timeout: float | None, workers: int, insecure_no
 
     app = create_app(timeout=timeout)
     app.router.on_startup.append(size_thread_pool)
-    app.router.on_startup.append(update_indexes)
+    # First, before the load jobs' recovery starts: it creates the jobs' constraint, and a constraint
+    # created while ensure_schema's db.awaitIndexes waits in its transaction waits for that
+    # transaction, which waits for the constraint: the service hung at its start for awaitIndexes'
+    # 300 s when the two met.
+    app.router.on_startup.insert(0, update_indexes)
     uvicorn.run(app, host=host, port=port, log_level="info")
 
 

@@ -20,6 +20,7 @@ about one in 2^61 per pair. Only the groups reported get their text, cut to ``ch
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -122,10 +123,15 @@ def _kinds(graph: HeapGraph) -> StringKinds | None:
     return None if declared is None or graph.meta.get(NAMES_CUT) else declared.strings
 
 
-def text_of(graph: HeapGraph, node: int, chars: int, kinds: StringKinds) -> str:
-    """The content of string ``node``, cut to ``chars`` characters: a concatenation's parts are
-    walked in order (iteratively: cons trees can be deep) until that many are found."""
+def text_of(graph: HeapGraph, nodes: Sequence[int], chars: int, kinds: StringKinds) -> list[str]:
+    """The contents of the strings ``nodes``, each cut to ``chars`` characters."""
     role = _roles(graph, kinds)
+    return [_text(graph, role, int(node), chars) for node in nodes]
+
+
+def _text(graph: HeapGraph, role: np.ndarray, node: int, chars: int) -> str:
+    """One string's content: a concatenation's parts are walked in order (iteratively: cons trees
+    can be deep) until ``chars`` characters are found."""
     parts: list[str] = []
     have = 0
     stack = [node]
@@ -248,10 +254,11 @@ def _report(
     assert kinds is not None  # string_groups found strings
     wasted = grouped.wasted()
     owners = _owners(grouped, result, graph, order)
+    values = text_of(graph, grouped.first[order].tolist(), VALUE_CHARS, kinds)
     rows = tuple(
         DuplicateString(
             key=grouped.key(int(g)),
-            value=text_of(graph, int(grouped.first[g]), VALUE_CHARS, kinds),
+            value=values[i],
             length=int(grouped.length[g]),
             count=int(grouped.count[g]),
             retained_size=int(grouped.retained_size[g]),
@@ -329,8 +336,16 @@ def _roles(graph: HeapGraph, kinds: StringKinds) -> np.ndarray:
     return role[graph.kind]
 
 
-def _name_indexes(graph: HeapGraph, name: str) -> np.ndarray:
-    return np.array([i for i, s in enumerate(graph.strings) if s == name], dtype=np.int64)
+_PART_NAMES = ("first", "second", "parent")
+
+
+def _part_name_indexes(graph: HeapGraph) -> dict[str, np.ndarray]:
+    """Where each of the part names stands in the string table (one pass over it)."""
+    found: dict[str, list[int]] = {name: [] for name in _PART_NAMES}
+    for i, s in enumerate(graph.strings):
+        if s in found:
+            found[s].append(i)
+    return {name: np.array(at, dtype=np.int64) for name, at in found.items()}
 
 
 def _parts(graph: HeapGraph, role: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -341,9 +356,10 @@ def _parts(graph: HeapGraph, role: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
     sources = np.flatnonzero((role == CONCATENATED) | (role == SLICED))
     found = []
     named_edges = ~np.isin(graph.edge_kind, np.array(sorted(NUMERIC_NAME_KINDS), dtype=graph.edge_kind.dtype))
-    for name in ("first", "second", "parent"):
+    at = _part_name_indexes(graph) if sources.size else {}
+    for name in _PART_NAMES:
         target = np.full(graph.node_count, -1, dtype=np.int32)
-        indexes = _name_indexes(graph, name)
+        indexes = at.get(name, np.zeros(0, dtype=np.int64))
         if sources.size and indexes.size:
             target = kernels.first_edge_named(
                 graph.edge_start, graph.edge_to, graph.edge_name, named_edges, sources, indexes
