@@ -89,7 +89,11 @@ def string_groups(graph: HeapGraph, result: Analysis, kinds: StringKinds | None 
     role = _roles(graph, kinds)
     first, second, parent = _parts(graph, role)
     needed = np.flatnonzero(role != OTHER)
-    named_nodes = np.union1d(needed, np.concatenate([first[first >= 0], second[second >= 0], parent[parent >= 0]]))
+    # A mask, not np.union1d: numpy's hashed unique took 0.7 s of a second on a 2.6M-node snapshot.
+    named = np.zeros(graph.node_count, dtype=np.bool_)
+    for nodes in (needed, first[first >= 0], second[second >= 0], parent[parent >= 0]):
+        named[nodes] = True
+    named_nodes = np.flatnonzero(named)
     h1, h2, length = _name_hashes(graph, named_nodes)
     h1, h2, length = kernels.content_hashes(role, first, second, parent, h1, h2, length)
 
@@ -97,7 +101,9 @@ def string_groups(graph: HeapGraph, result: Analysis, kinds: StringKinds | None 
 
     under_code = spread_down(result, np.where(code, 0, -1).astype(np.int32)) >= 0
     counted = np.flatnonzero(((role == PLAIN) | (role == CONCATENATED)) & ~under_code)
-    counted = counted[np.lexsort((h2[counted], h1[counted], length[counted]))]
+    # Both hashes in one key (h1 < 2^31, h2 < 2^30): a sort on two keys, not three, is half the time.
+    both = h1[counted] * (1 << 30) + h2[counted]
+    counted = counted[np.lexsort((length[counted], both))]
     new_key = np.ones(counted.size, dtype=np.bool_)
     new_key[1:] = (np.diff(length[counted]) != 0) | (np.diff(h1[counted]) != 0) | (np.diff(h2[counted]) != 0)
     starts = np.flatnonzero(new_key)
@@ -337,6 +343,7 @@ def _roles(graph: HeapGraph, kinds: StringKinds) -> np.ndarray:
 
 
 _PART_NAMES = ("first", "second", "parent")
+_NAMES_PER_BLOCK = 20_000  # names hashed per buffer of code points
 
 
 def _part_name_indexes(graph: HeapGraph) -> dict[str, np.ndarray]:
@@ -384,13 +391,22 @@ def _name_hashes(graph: HeapGraph, nodes: np.ndarray) -> tuple[np.ndarray, np.nd
         return h1, h2, length
     from heapdb.loader.inspections import kernels
 
-    names, which = np.unique(graph.name[nodes], return_inverse=True)
-    texts = [graph.strings[i] for i in names]
-    lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
-    # One buffer of code points for all of them; lone surrogates (JSON allows them) pass as themselves.
-    points = np.frombuffer("".join(texts).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    ends = np.cumsum(lengths)
-    n1, n2 = kernels.polynomial_hashes(points, ends)
+    used = np.zeros(len(graph.strings), dtype=np.bool_)
+    used[graph.name[nodes]] = True
+    names = np.flatnonzero(used)
+    which = (np.cumsum(used) - 1)[graph.name[nodes]]
+    n1 = np.zeros(names.size, dtype=np.int64)
+    n2 = np.zeros(names.size, dtype=np.int64)
+    lengths = np.zeros(names.size, dtype=np.int64)
+    # A buffer of code points per block of names, so that the buffer stays small; lone surrogates
+    # (JSON allows them) pass as themselves.
+    for lo in range(0, names.size, _NAMES_PER_BLOCK):
+        texts = [graph.strings[i] for i in names[lo : lo + _NAMES_PER_BLOCK]]
+        block = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
+        points = np.frombuffer("".join(texts).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+        hi = lo + len(texts)
+        n1[lo:hi], n2[lo:hi] = kernels.polynomial_hashes(points, np.cumsum(block))
+        lengths[lo:hi] = block
     h1[nodes], h2[nodes], length[nodes] = n1[which], n2[which], lengths[which]
     return h1, h2, length
 
