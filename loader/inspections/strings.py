@@ -97,9 +97,9 @@ def string_groups(graph: HeapGraph, result: Analysis, kinds: StringKinds | None 
     h1, h2, length = _name_hashes(graph, named_nodes)
     h1, h2, length = kernels.content_hashes(role, first, second, parent, h1, h2, length)
 
-    code = np.isin(graph.kind, _kind_indexes(graph, kinds.code))
-
-    under_code = spread_down(result, np.where(code, 0, -1).astype(np.int32)) >= 0
+    code = np.zeros(len(graph.node_kinds), dtype=np.bool_)
+    code[_kind_indexes(graph, kinds.code)] = True
+    under_code = spread_down(result, np.where(code[graph.kind], 0, -1).astype(np.int32)) >= 0
     counted = np.flatnonzero(((role == PLAIN) | (role == CONCATENATED)) & ~under_code)
     # Both hashes in one key (h1 < 2^31, h2 < 2^30): a sort on two keys, not three, is half the time.
     both = h1[counted] * (1 << 30) + h2[counted]
@@ -230,9 +230,9 @@ def stored_strings(graph: HeapGraph, result: Analysis) -> DuplicateStrings | Non
     grouped = string_groups(graph, result)
     if grouped is None:
         return None
-    kept = set(np.concatenate([_ranked(grouped, result.ids, sort)[:KEPT] for sort in SORTS]).tolist())
-    order = np.array([g for g in _ranked(grouped, result.ids, SORTS[0]) if g in kept], dtype=np.int64)
-    return _report(graph, result, grouped, order, "", SORTS[0])
+    rankings = [_ranked(grouped, result.ids, sort) for sort in SORTS]  # the first is by waste
+    kept = np.isin(rankings[0], np.concatenate([ranking[:KEPT] for ranking in rankings]))
+    return _report(graph, result, grouped, rankings[0][kept], "", SORTS[0])
 
 
 def reranked(stored: DuplicateStrings, *, source: str, limit: int, sort: str) -> DuplicateStrings:
