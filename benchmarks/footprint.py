@@ -126,9 +126,7 @@ def measure(model: Model, arguments: list[str], staged: StagedSnapshot, work: Pa
                 database.write(statement)
         with database.session() as session:
             session.run("CALL db.awaitIndexes(3600)").consume()
-        write_groups(
-            database, staged.sid, staged.path_groups, staged.type_groups, staged.string_groups, dropped=staged.dropped
-        )
+        write_groups(database, staged.sid, staged.groups, dropped=staged.dropped)
         write_listings(database, staged.sid, iter(staged.listings), len(staged.listings))
     neo4j_server.stop(say=_say)
     return by_category(file_sizes(store_dir(conn.database)))

@@ -356,6 +356,24 @@ QUESTIONS: tuple[Question, ...] = (
         lists=("rows",),
     ),
     Question(
+        "dom",
+        SNAPSHOT,
+        "Detached DOM: the browser's DOM objects no document holds any more, grouped by the path that keeps "
+        "them alive, with their trees, objects and bytes (memlab's `detached-DOM` analysis, object for object).",
+        ask="dom",
+        params="Dom",
+        text="heapdb.loader.inspections.dom:detached_dom_text",
+        route="/dom",
+        help="Computed at load for V8 snapshots (a browser page's DOM; Node marks a few of its own native objects "
+        "detached too), so it answers at once; "
+        "`heapdb analyze FILE --dom` lists the same from a file. A detached tree is a detached object no other "
+        'detached object dominates (docs/analysis.md, "Detached DOM").',
+        agent="Each group is one holder path: fix the last holder on `path` and its `trees` are freed "
+        "(`retained_size`). `example_id` is the largest tree's root (pass it to `why`); `largest` lists the "
+        "largest detached objects as memlab does. The totals cover every detached object of the snapshot.",
+        lists=("groups", "largest"),
+    ),
+    Question(
         "gate",
         BUILDS,
         "Fail when the CANDIDATE build leaks where the BASELINE build did not: a retainer-path "

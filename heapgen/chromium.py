@@ -407,3 +407,57 @@ class _Session:
             finally:
                 self.chunk_sink = None
         os.replace(partial, out)
+
+
+# A page that leaves DOM trees detached in three ways (tests/test_inspections_dom.py and
+# tests/test_dom_stored.py check heapdb's detached-DOM inspection on it).
+DOM_PANELS, DOM_PANEL_ITEMS, DOM_DIALOG_ITEMS, DOM_SHOWN_ITEMS = 3, 20, 10, 5
+DETACHED_DOM_PAGE = f"""<!doctype html>
+<html><body><h1>detached DOM</h1>
+<script>
+function tree(label, items) {{
+  const root = document.createElement('div');
+  root.id = label;
+  for (let i = 0; i < items; i++) {{
+    const item = document.createElement('span');
+    item.textContent = label + '-' + i;
+    root.appendChild(item);
+  }}
+  return root;
+}}
+// Closed panels kept for "undo": one array holds every detached panel.
+window.closedPanels = [];
+for (let p = 0; p < {DOM_PANELS}; p++) {{
+  const panel = tree('panel' + p, {DOM_PANEL_ITEMS});
+  document.body.appendChild(panel);
+  panel.remove();
+  window.closedPanels.push(panel);
+}}
+// A removed dialog that a listener on an attached button still closes over.
+const dialog = tree('dialog', {DOM_DIALOG_ITEMS});
+document.body.appendChild(dialog);
+dialog.remove();
+const button = document.createElement('button');
+button.textContent = 'open';
+document.body.appendChild(button);
+button.addEventListener('click', () => dialog.id);
+// A row cached before it was ever attached.
+window.rowCache = new Map();
+window.rowCache.set('row', document.createElement('li'));
+// What the page shows: attached, never counted.
+document.body.appendChild(tree('shown', {DOM_SHOWN_ITEMS}));
+window.ready = true;
+</script></body></html>
+"""
+# Each way the page holds detached trees, by the name on the holding path, and how many trees.
+DETACHED_DOM_HOLDERS = {"closedPanels": DOM_PANELS, "dialog": 1, "rowCache": 1}
+
+
+def write_detached_dom_snapshot(directory: str | os.PathLike[str], *, binary: str | None = None) -> Path:
+    """:data:`DETACHED_DOM_PAGE` and its heap snapshot, written into ``directory``; the snapshot's path."""
+    directory = Path(directory)
+    page = directory / "detached-dom.html"
+    page.write_text(DETACHED_DOM_PAGE)
+    return capture_heap_snapshot(
+        page, directory / "detached-dom.heapsnapshot", ready_expression="window.ready === true", binary=binary
+    )

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from heapdb import settings
 from heapdb.errors import ParameterError
 from heapdb.gatecheck import GateCheck
-from heapdb.loader.inspections.strings import KEPT
+from heapdb.loader.inspections import dom, strings
 from heapdb.queries.ignoring import parse_all
 from heapdb.units import parse_threshold
 
@@ -212,7 +212,17 @@ class Strings(Params):
         "or the number of copies.",
     )
     limit: int = Field(
-        20, ge=1, le=KEPT, description=f"How many contents (a load keeps the first {KEPT} of each ranking)."
+        20,
+        ge=1,
+        le=strings.KEPT,
+        description=f"How many contents (a load keeps the first {strings.KEPT} of each ranking).",
+    )
+
+
+class Dom(Params):
+    stored = ("detached-dom",)
+    limit: int = Field(
+        20, ge=1, le=dom.KEPT, description=f"How many holder paths (a load keeps the {dom.KEPT} largest)."
     )
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from heapdb.errors import NotComputed, NotFound, ParameterError
 from heapdb.loader import formats
 from heapdb.loader.graph import SYNTHETIC_KIND
+from heapdb.loader.inspections.dom import DOM_TOTALS, DetachedDom, DetachedGroup, DetachedObject, shows_dom
 from heapdb.loader.inspections.strings import STRING_TOTALS, DuplicateString, DuplicateStrings, StringOwner
 from heapdb.loader.store import DroppedReferences, Snapshot, TypeListing
 from heapdb.queries import ignoring, params
@@ -59,6 +60,28 @@ class SnapshotQuestions(Asking):
             )
 
         return self._cached(snapshot, ("strings", p), compute)
+
+    def dom(self, ref: SnapshotRef, p: params.Dom = params.Dom()) -> DetachedDom:
+        """The detached DOM the load stored, its largest holder paths first (stored query
+        ``detached-dom``), as :func:`heapdb.loader.inspections.dom.detached_dom` lists a file's;
+        :class:`NotComputed` where the load did not compute it."""
+        snapshot = self.snapshot(ref)
+        stored = snapshot.dom
+        if stored is None:
+            raise dom_not_computed(snapshot)
+
+        def compute() -> DetachedDom:
+            rows = self._run("detached-dom", tag=snapshot.tag, limit=p.limit)
+            return DetachedDom(
+                source=snapshot.tag,
+                **{f: int(stored[f]) for f in DOM_TOTALS},
+                groups=tuple(DetachedGroup(**r) for r in rows),
+                largest=tuple(
+                    DetachedObject(id=i, type=t, self_size=s, retained_size=r) for i, t, s, r in stored["largest"]
+                ),
+            )
+
+        return self._cached(snapshot, ("dom", p), compute)
 
     def object(
         self, ref: SnapshotRef, object_id: int, p: params.ObjectDetails = params.ObjectDetails()
@@ -378,5 +401,16 @@ def strings_not_computed(snapshot: Snapshot) -> NotComputed:
     return NotComputed(
         f"duplicate strings were not computed for snapshot {snapshot.tag!r}: it was stored by an older heapdb or "
         "reanalysed from the store, whose names are cut to 200 characters; load its file again with "
+        f"`heapdb load FILE --tag {snapshot.tag} --replace`"
+    )
+
+
+def dom_not_computed(snapshot: Snapshot) -> NotComputed:
+    """Why ``snapshot`` has no detached DOM, and what to do."""
+    if not shows_dom(snapshot.format):
+        return NotComputed(f"{snapshot.format} snapshots hold no DOM (snapshot {snapshot.tag!r})")
+    return NotComputed(
+        f"detached DOM was not computed for snapshot {snapshot.tag!r}: it was stored by an older heapdb; "
+        f"run `heapdb reanalyze {snapshot.tag}`, or load its file again with "
         f"`heapdb load FILE --tag {snapshot.tag} --replace`"
     )

@@ -58,6 +58,7 @@ TOOLS = {
     "lifelines",
     "heapdomstats",
     "strings",
+    "dom",
     "gate",
     "signatures",
     "signature",

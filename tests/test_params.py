@@ -41,6 +41,7 @@ FRONT_ENDS = {
     params.Lifelines: ("lifelines", "/api/snapshots/{tag}/lifelines"),
     params.HeapDomStats: ("heapdomstats", "/api/snapshots/{tag}/heapdomstats"),
     params.Strings: ("strings", "/api/snapshots/{tag}/strings"),
+    params.Dom: ("dom", "/api/snapshots/{tag}/dom"),
 }
 
 # Passed on under the same name but in another unit: the question's share is the query's percentage.

@@ -48,6 +48,7 @@ V8 = Format(
         sliced=frozenset({"sliced string"}),
         code=frozenset({"code"}),
     ),
+    dom=True,  # Chromium's snapshots (and Node's, where a native object says so)
 )
 LUAU = Format(
     name="luau",

@@ -80,6 +80,9 @@ class Format:
     # Its strings, for the duplicate-strings inspection; None where its objects' names do not hold
     # their contents.
     strings: StringKinds | None = None
+    # Whether its snapshots can hold a browser's DOM, for the detached-DOM inspection: each native
+    # object's detachedness (or, in files without that field, a "Detached " name).
+    dom: bool = False
 
     def module(self) -> Reader:
         """The reader, imported now if it was not yet."""

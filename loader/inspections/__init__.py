@@ -6,7 +6,10 @@ returns a frozen result of arrays (no Python object per heap object):
 
 - :mod:`.strings`: duplicate strings, grouped by their whole content (memlab's ``string``
   analysis, MAT's duplicate strings).
+- :mod:`.dom`: detached DOM, in trees grouped by the path that holds them (memlab's
+  ``detached-DOM`` analysis, DevTools' detached elements).
 
 Which objects an inspection looks at is a trait of the snapshot's format
-(:class:`~heapdb.loader.formats.protocol.StringKinds`), never a comparison of format names.
+(:class:`~heapdb.loader.formats.protocol.StringKinds`, ``Format.dom``), never a comparison of
+format names.
 """

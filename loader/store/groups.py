@@ -1,4 +1,5 @@
-"""Writing a snapshot's ``:PathGroup``, ``:TypeGroup`` and ``:StringGroup`` nodes and its types' listings.
+"""Writing a snapshot's group nodes (``:PathGroup``, ``:TypeGroup``, and the inspections'
+``:StringGroup`` and ``:DetachedGroup``) and its types' listings.
 
 Shared by a load (:mod:`.writer`: the groups before the snapshot answers, the listings after) and
 ``heapdb rebuild`` (:mod:`.rebuild`: both after the offline import). docs/data-model.md says what
@@ -7,7 +8,8 @@ each group and listing holds.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from heapdb import progress
@@ -32,6 +34,31 @@ CREATE (:StringGroup {sid: $sid, key: r[0], value: r[1], length: r[2], count: r[
                       example_id: r[6], owner_types: r[7], owner_copies: r[8], owner_example_ids: r[9]})
 """
 
+CREATE_DETACHED_GROUPS = """
+UNWIND $rows AS r
+CREATE (:DetachedGroup {sid: $sid, signature: r[0], path: r[1], type: r[2], trees: r[3], objects: r[4], attached: r[5],
+                        retained_size: r[6], example_id: r[7]})
+"""
+
+
+@dataclass(frozen=True)
+class GroupKind:
+    """One kind of group node a snapshot has."""
+
+    label: str
+    key: str  # the property that tells a snapshot's groups of this kind apart (never null)
+    create: str  # the statement that writes a batch of rows ($rows, $sid)
+    shown: str  # what the progress bar calls them
+
+
+# Every kind of group node, in the order a load writes them; LoadInput.group_rows gives their rows.
+GROUP_KINDS = (
+    GroupKind("PathGroup", "sig", CREATE_PATH_GROUPS, "path groups"),
+    GroupKind("TypeGroup", "type", CREATE_TYPE_GROUPS, "type groups"),
+    GroupKind("StringGroup", "key", CREATE_STRING_GROUPS, "string groups"),
+    GroupKind("DetachedGroup", "signature", CREATE_DETACHED_GROUPS, "detached DOM groups"),
+)
+
 SET_TYPE_LISTINGS = """
 UNWIND $rows AS r
 MATCH (t:TypeGroup {sid: $sid, type: r.type})
@@ -45,31 +72,26 @@ LISTING_BATCH_BYTES = 4_000_000
 def write_groups(
     database: Database,
     sid: int,
-    path_groups: list[list[Any]],
-    type_groups: list[list[Any]],
-    string_groups: list[list[Any]],
+    rows: Mapping[str, list[list[Any]]],
     batch_size: int = DEFAULT_BATCH,
     workers: int = 2,
     dropped: DroppedReferences | None = None,
 ) -> None:
-    """A snapshot's ``:PathGroup``, ``:TypeGroup`` and ``:StringGroup`` nodes (from
-    :class:`LoadInput`'s ``path_groups``, ``type_groups`` and ``string_groups``), and on its root object, the references its rules keep
-    from retaining (``dropped``, from ``dropped_references``)."""
+    """A snapshot's group nodes, from their rows by label (:class:`LoadInput`'s ``group_rows``), and
+    on its root object, the references its rules keep from retaining (``dropped``, from
+    ``dropped_references``)."""
     if dropped is not None:
         database.write(
             "MATCH (o:Root {sid: $sid}) SET o += $properties", {"sid": sid, "properties": dropped.properties()}
         )
-    for label, statement, groups in (
-        ("path groups", CREATE_PATH_GROUPS, path_groups),
-        ("type groups", CREATE_TYPE_GROUPS, type_groups),
-        ("string groups", CREATE_STRING_GROUPS, string_groups),
-    ):
+    for kind in GROUP_KINDS:
+        groups = rows.get(kind.label, [])
 
-        def send_groups(rows: list[list[Any]], statement: str = statement) -> int:
-            database.write(statement, {"rows": rows, "sid": sid})
-            return len(rows)
+        def send_groups(batch: list[list[Any]], statement: str = kind.create) -> int:
+            database.write(statement, {"rows": batch, "sid": sid})
+            return len(batch)
 
-        with progress.bar(f"write {label}", total=len(groups), unit="group") as bar:
+        with progress.bar(f"write {kind.shown}", total=len(groups), unit="group") as bar:
             run_batches(send_groups, (groups[lo:hi] for lo, hi in chunks(len(groups), batch_size)), bar, workers)
 
 

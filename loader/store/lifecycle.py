@@ -41,6 +41,7 @@ from typing import Any
 from heapdb import config
 from heapdb.db import Database, translate_errors
 from heapdb.errors import HeapdbError, LoadError, NotFound
+from heapdb.loader.store.groups import GROUP_KINDS
 from heapdb.loader.store.schema import ensure_schema
 from heapdb.processes import pid_alive
 from heapdb.progress import PROGRESS_FILE_VARIABLE
@@ -272,9 +273,9 @@ def delete_objects(
                 "REMOVE g.listing_ids, g.listing_names, g.listing_name_ends"
             )
         else:
-            for label, key in (("PathGroup", "sig"), ("TypeGroup", "type"), ("StringGroup", "key")):
+            for kind in GROUP_KINDS:
                 if not until_none(
-                    f"MATCH (g:{label} {{sid: $sid}}) WHERE g.{key} IS NOT NULL WITH g LIMIT $batch DELETE g"
+                    f"MATCH (g:{kind.label} {{sid: $sid}}) WHERE g.{kind.key} IS NOT NULL WITH g LIMIT $batch DELETE g"
                 ):
                     return False
     # A dropped snapshot goes; a failed one stays listed, marked purged (see hide), and so does a pruned

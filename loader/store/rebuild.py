@@ -49,7 +49,7 @@ from heapdb import config, db, neo4j_server
 from heapdb.errors import RebuildError
 from heapdb.loader.graph import HeapGraph
 from heapdb.loader.store.admin_import import ImportFiles, run_import
-from heapdb.loader.store.groups import write_groups, write_listings
+from heapdb.loader.store.groups import GROUP_KINDS, write_groups, write_listings
 from heapdb.loader.store.lifecycle import check_tag, loader_alive, unfinished
 from heapdb.loader.store.listings import DroppedReferences, TypeListing
 from heapdb.loader.store.schema import ensure_schema
@@ -59,7 +59,7 @@ from heapdb.loader.store.writer import snapshot_properties
 Say = Callable[[str], None]
 
 # What belongs to snapshots, and so is never carried over: their nodes, and the purger's claim.
-SNAPSHOT_LABELS = ("Object", "PathGroup", "TypeGroup", "StringGroup", "Snapshot", "Purger")
+SNAPSHOT_LABELS = ("Object", *(kind.label for kind in GROUP_KINDS), "Snapshot", "Purger")
 
 
 def _quiet(_: str) -> None:
@@ -80,9 +80,7 @@ class StagedSnapshot:
     objects: int
     references: int
     properties: dict[str, Any]  # its :Snapshot node's (snapshot_properties)
-    path_groups: list[list[Any]]
-    type_groups: list[list[Any]]
-    string_groups: list[list[Any]]
+    groups: dict[str, list[list[Any]]]  # its group nodes' rows by label (LoadInput.group_rows)
     listings: list[tuple[str, TypeListing]]
     root_id: int
     top_id: int | None  # the id of its object of rank 1 (the largest retained size), if any
@@ -159,9 +157,7 @@ def stage(
         objects=g.node_count,
         references=g.edge_count,
         properties=snapshot_properties(data, source=source, meta=meta, analysed_with=analysed_with),
-        path_groups=data.path_groups(),
-        type_groups=data.type_groups(),
-        string_groups=data.string_groups(),
+        groups=data.group_rows(),
         listings=list(data.type_listings()),
         root_id=int(g.ids[g.root]),
         top_id=int(g.ids[first[0]]) if len(first) else None,
@@ -320,14 +316,7 @@ def _swap(staged: list[StagedSnapshot], files: ImportFiles, seconds: dict[str, f
             phase, started = "write", time.monotonic()
             _write_carried(database, carried)
             for snapshot in staged:
-                write_groups(
-                    database,
-                    snapshot.sid,
-                    snapshot.path_groups,
-                    snapshot.type_groups,
-                    snapshot.string_groups,
-                    dropped=snapshot.dropped,
-                )
+                write_groups(database, snapshot.sid, snapshot.groups, dropped=snapshot.dropped)
                 write_listings(database, snapshot.sid, iter(snapshot.listings), len(snapshot.listings))
                 _write_snapshot(database, snapshot, seconds)
             seconds["write"] = time.monotonic() - started

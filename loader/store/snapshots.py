@@ -79,6 +79,11 @@ class Snapshot:
     # "string_bytes", "duplicated", "wasted", "values"} (stored as JSON text; the rows are
     # :StringGroup nodes). None: not computed (docs/analysis.md, "Duplicate strings").
     strings: dict[str, int] | None = field(default=None, hash=False)
+    # Where the format has a DOM: the detached DOM's totals, {"objects", "self_size",
+    # "retained_size", "trees", "paths", "largest"}, largest being [id, type, self_size,
+    # retained_size] rows (stored as JSON text; the groups are :DetachedGroup nodes). None: not
+    # computed (docs/analysis.md, "Detached DOM").
+    dom: dict[str, Any] | None = field(default=None, hash=False)
     meta: dict[str, Any] = field(default_factory=dict, hash=False)  # a dict cannot be hashed; the rest can
 
     @classmethod
@@ -87,8 +92,9 @@ class Snapshot:
         known = {f.name for f in fields(cls)}
         values = {k: v for k, v in props.items() if k in known and v is not None}
         meta = values.get("meta")
-        if isinstance(values.get("strings"), str):
-            values["strings"] = json.loads(values["strings"])
+        for inspection in ("strings", "dom"):
+            if isinstance(values.get(inspection), str):
+                values[inspection] = json.loads(values[inspection])
         if isinstance(meta, str):
             values["meta"] = json.loads(meta)
         elif isinstance(meta, Mapping):

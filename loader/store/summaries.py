@@ -20,6 +20,7 @@ import numpy as np
 from heapdb.loader.analysis import Analysis, LookThrough, outermost_members
 from heapdb.loader.analysis.ranking import largest_first
 from heapdb.loader.graph import EDGE_KIND_NAMES, NUMERIC_NAME_KINDS, HeapGraph
+from heapdb.loader.inspections.dom import DOM_TOTALS, DetachedDom, detached_dom
 from heapdb.loader.inspections.strings import STRING_TOTALS, DuplicateStrings, stored_strings
 from heapdb.loader.paths import FirstPaths, first_paths, path_hops
 from heapdb.loader.rules.summary import bucket_totals
@@ -91,6 +92,9 @@ class LoadInput:
     # The duplicate strings a load stores (heapdb.loader.inspections.strings.stored_strings); None
     # where the format shows no string contents.
     strings: DuplicateStrings | None = None
+    # The detached DOM a load stores (heapdb.loader.inspections.dom.detached_dom); None where the
+    # format has no DOM.
+    dom: DetachedDom | None = None
 
     @classmethod
     def from_analysis(
@@ -111,6 +115,7 @@ class LoadInput:
         rules never change), while the first paths follow the rules (``result.retaining``, and
         ``result.transient``: what the distances followed last, first paths follow last too); the
         default is ``result.retaining`` for both."""
+        paths = first_paths(graph, result.retaining, result.transient)
         return cls(
             graph=graph,
             retained_size=result.retained_size,
@@ -119,7 +124,7 @@ class LoadInput:
             idom=result.idom,
             reachable=result.reachable,
             retaining=result.retaining if retaining is None else retaining,
-            paths=first_paths(graph, result.retaining, result.transient),
+            paths=paths,
             bucket=bucket,
             bucket_names=bucket_names,
             look_through=look_through,
@@ -128,6 +133,7 @@ class LoadInput:
             notes=notes,
             rules_dropped=None if retaining is None else np.flatnonzero(retaining & ~result.retaining),
             strings=stored_strings(graph, result),
+            dom=detached_dom(graph, result, paths, source=""),
         )
 
     def dropped_references(self) -> DroppedReferences | None:
@@ -261,6 +267,34 @@ class LoadInput:
             ]
             for r in self.strings.rows
         ]
+
+    def dom_property(self) -> dict[str, str]:
+        """The ``:Snapshot`` property ``dom``: JSON text of the detached DOM's totals and its largest
+        objects (its groups are ``:DetachedGroup`` nodes, :meth:`detached_groups`); nothing where the
+        format has no DOM."""
+        if self.dom is None:
+            return {}
+        totals: dict[str, Any] = {f: getattr(self.dom, f) for f in DOM_TOTALS}
+        totals["largest"] = [[o.id, o.type, o.self_size, o.retained_size] for o in self.dom.largest]
+        return {"dom": json.dumps(totals)}
+
+    def detached_groups(self) -> list[list[Any]]:
+        """One row per holder path of detached trees kept (``:DetachedGroup``; see groups.CREATE_DETACHED_GROUPS)."""
+        if self.dom is None:
+            return []
+        return [
+            [r.signature, r.path, r.type, r.trees, r.objects, r.attached, r.retained_size, r.example_id]
+            for r in self.dom.groups
+        ]
+
+    def group_rows(self) -> dict[str, list[list[Any]]]:
+        """The rows of every group node, by label (groups.GROUP_KINDS)."""
+        return {
+            "PathGroup": self.path_groups(),
+            "TypeGroup": self.type_groups(),
+            "StringGroup": self.string_groups(),
+            "DetachedGroup": self.detached_groups(),
+        }
 
     def root_groups_property(self) -> dict[str, list[int]]:
         """The ``:Snapshot`` property ``root_group_ids``: the root's id and its synthetic objects'

@@ -259,6 +259,8 @@ def snapshot_properties(
         **data.buckets_property(),
         # Where computed: the duplicate strings' totals (JSON text); the rows are :StringGroup nodes.
         **data.strings_property(),
+        # Where the format has a DOM: the detached DOM's totals and largest objects (JSON text).
+        **data.dom_property(),
         **(analysed_with or {}),
     }
 
@@ -292,14 +294,12 @@ class _Steps:
         self.database.write("MATCH (o:Object {sid: $sid, id: $id}) SET o:Root", {"sid": self.sink.sid, "id": root})
         self.report.seconds["first objects"] = time.monotonic() - started
         started = time.monotonic()
-        type_groups = data.type_groups()
-        self.listed_types = len(type_groups)  # one listing each, written with the other objects
+        rows = data.group_rows()
+        self.listed_types = len(rows["TypeGroup"])  # one listing each, written with the other objects
         write_groups(
             self.database,
             self.sink.sid,
-            data.path_groups(),
-            type_groups,
-            data.string_groups(),
+            rows,
             self.batch_size,
             self.workers,
             dropped=data.dropped_references(),

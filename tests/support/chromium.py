@@ -5,14 +5,32 @@ starts a browser. The benchmarks use :mod:`heapgen.chromium` itself."""
 from __future__ import annotations
 
 from heapgen import chromium
-from heapgen.chromium import find_chromium
+from heapgen.chromium import (
+    DETACHED_DOM_HOLDERS,
+    DOM_DIALOG_ITEMS,
+    DOM_PANEL_ITEMS,
+    DOM_PANELS,
+    find_chromium,
+)
 from tests.support.tiers import needs
 
-__all__ = ["ChromiumPage", "capture_heap_snapshot", "capture_heap_snapshots", "chromium_version", "find_chromium"]
+__all__ = [
+    "DETACHED_DOM_HOLDERS",
+    "DOM_DIALOG_ITEMS",
+    "DOM_PANELS",
+    "DOM_PANEL_ITEMS",
+    "ChromiumPage",
+    "capture_heap_snapshot",
+    "capture_heap_snapshots",
+    "chromium_version",
+    "find_chromium",
+    "write_detached_dom_snapshot",
+]
 
 chromium_version = needs("chromium")(chromium.chromium_version)
 capture_heap_snapshot = needs("chromium")(chromium.capture_heap_snapshot)
 capture_heap_snapshots = needs("chromium")(chromium.capture_heap_snapshots)
+write_detached_dom_snapshot = needs("chromium")(chromium.write_detached_dom_snapshot)
 
 
 @needs("chromium")
