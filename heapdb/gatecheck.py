@@ -5,5 +5,6 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-GateCheck = Literal["new-leaks", "growth", "suspects"]
+# The paths' checks, then the inspections' (heapdb.queries.gate_inspections).
+GateCheck = Literal["new-leaks", "growth", "suspects", "duplicate-strings", "detached-dom", "unmounted-components"]
 GATE_CHECKS: tuple[str, ...] = get_args(GateCheck)

@@ -374,6 +374,23 @@ QUESTIONS: tuple[Question, ...] = (
         lists=("groups", "largest"),
     ),
     Question(
+        "react",
+        SNAPSHOT,
+        "Unmounted React components: fiber nodes still alive after React unmounted them, by component, with "
+        "what holds each (memlab's `unmounted-fiber-node` analysis, corrected for Chromium's root groups).",
+        ask="react",
+        params="React",
+        text="heapdb.loader.inspections.react:unmounted_fibers_text",
+        route="/react",
+        help="Computed at load for V8 snapshots, so it answers at once; `heapdb analyze FILE --react` lists the "
+        "same from a file. A development build keeps React's component names "
+        '(docs/analysis.md, "Unmounted React components").',
+        agent="Each row is one component: `fibers` unmounted fibers still alive, retaining `retained_size`; "
+        "`path` is what holds its largest one (`example_id`, pass it to `why`). `mounted` counts the fibers still "
+        "in a mounted tree; `largest` lists the largest unmounted fibers as memlab does.",
+        lists=("rows", "largest"),
+    ),
+    Question(
         "gate",
         BUILDS,
         "Fail when the CANDIDATE build leaks where the BASELINE build did not: a retainer-path "

@@ -461,3 +461,50 @@ def write_detached_dom_snapshot(directory: str | os.PathLike[str], *, binary: st
     return capture_heap_snapshot(
         page, directory / "detached-dom.heapsnapshot", ready_expression="window.ready === true", binary=binary
     )
+
+
+# A React app with a component leak (tests/js/react_leak.jsx): REACT_PANELS LeakyPanel components
+# subscribe to a store and never unsubscribe, a CleanPanel does; closing the panels unmounts them.
+REACT_PANELS, REACT_ROWS = 3, 10
+REACT_APP = "react_leak.jsx"
+REACT_PAGE = """<!doctype html>
+<html><head><title>react leak</title></head>
+<body data-panels="{panels}" data-rows="{rows}"><div id="root"></div><script src="app.js"></script></body></html>
+"""
+
+
+def write_react_snapshots(directory: str | os.PathLike[str], *, binary: str | None = None) -> dict[str, Path]:
+    """The React app bundled (esbuild, a development build, so React's names survive), opened in
+    Chromium, and two snapshots of it written into ``directory``: ``mounted`` with its panels open,
+    ``unmounted`` after they closed. Returns the paths by label."""
+    from heapgen.node import JS_DIR, ensure_node_tools
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    ensure_node_tools()
+    bundled = subprocess.run(
+        [
+            str(JS_DIR / "node_modules" / ".bin" / "esbuild"),
+            str(JS_DIR / REACT_APP),
+            "--bundle",
+            "--format=iife",
+            "--jsx=automatic",
+            '--define:process.env.NODE_ENV="development"',
+            f"--outfile={directory / 'app.js'}",
+            "--log-level=warning",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if bundled.returncode != 0:
+        raise RuntimeError(f"esbuild could not bundle {REACT_APP}:\n{bundled.stderr[-4000:]}")
+    page = directory / "react.html"
+    page.write_text(REACT_PAGE.format(panels=REACT_PANELS, rows=REACT_ROWS))
+    with ChromiumPage(page, binary=binary) as browser:
+        browser.wait_for("window.mounted !== undefined && window.mounted()")
+        mounted = browser.heap_snapshot(directory / "mounted.heapsnapshot")
+        browser.evaluate("window.closePanels()")
+        browser.wait_for("document.querySelectorAll('.panel').length === 0")
+        unmounted = browser.heap_snapshot(directory / "unmounted.heapsnapshot")
+    return {"mounted": mounted, "unmounted": unmounted}

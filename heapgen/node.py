@@ -53,14 +53,19 @@ def ensure_node_tools() -> Path:
     for tool in ("node", "npm"):
         if shutil.which(tool) is None:
             raise NodeToolsError(f"{tool} is not on PATH; the V8 tests need Node.js 18+ and npm")
-    marker = JS_DIR / "node_modules" / "memlab" / "package.json"
-    if marker.exists():
+
+    def installed() -> bool:  # every package tests/js/package.json names
+        with open(JS_DIR / "package.json") as f:
+            wanted = json.load(f)["dependencies"]
+        return all((JS_DIR / "node_modules" / name / "package.json").exists() for name in wanted)
+
+    if installed():
         return JS_DIR
     # The lock lives outside tests/js: npm ci empties node_modules, and the repo should stay clean.
     lock_path = Path(tempfile.gettempdir()) / f"heapdb-npm-{hashlib.sha1(str(JS_DIR).encode()).hexdigest()[:12]}.lock"
     with open(lock_path, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not marker.exists():
+        if not installed():
             done = subprocess.run(NPM_CI, cwd=JS_DIR, env=node_environment(), capture_output=True, text=True)
             if done.returncode != 0:
                 raise NodeToolsError(f"{' '.join(NPM_CI)} failed in {JS_DIR}:\n{done.stderr[-4000:]}")

@@ -32,12 +32,15 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from heapdb.errors import NotFound, ParameterError
+from heapdb.errors import NotComputed, NotFound, ParameterError
+from heapdb.loader.inspections import dom, react, strings
 from heapdb.loader.store import Snapshot
 from heapdb.loader.store import signatures as history_store
 from heapdb.queries import params
 from heapdb.queries.base import SnapshotRef
+from heapdb.queries.gate_inspections import INSPECTION_KINDS, findings
 from heapdb.queries.results import GateFinding, GateReport, ObjectRef, SignatureHistory, SignatureObservation
+from heapdb.queries.single import SnapshotQuestions
 from heapdb.queries.suspects import SuspectQuestions
 from heapdb.units import parse_threshold
 
@@ -115,9 +118,17 @@ def _outermost(findings: list[GateFinding]) -> list[GateFinding]:
     return sorted(kept, key=lambda f: (-f.bytes_after, f.signature or 0))
 
 
+# The check each kind of finding answers to.
+CHECK_OF_KIND = {
+    "new-leak": "new-leaks",
+    "growth": "growth",
+    "suspect": "suspects",
+    **{kind: check for check, kind in INSPECTION_KINDS.items()},
+}
+
+
 def _failing(finding: GateFinding, fail_on: Sequence[str]) -> GateFinding:
-    check = "new-leaks" if finding.kind == "new-leak" else "growth" if finding.kind == "growth" else "suspects"
-    fails = check in fail_on and finding.known_leak is None
+    fails = CHECK_OF_KIND[finding.kind] in fail_on and finding.known_leak is None
     return finding if fails == finding.fails else _replace(finding, fails=fails)
 
 
@@ -126,7 +137,7 @@ def _replace(finding: GateFinding, **changes: Any) -> GateFinding:
     return GateFinding(**{**values, **changes})
 
 
-class GateQuestions(SuspectQuestions):
+class GateQuestions(SnapshotQuestions, SuspectQuestions):
     def gate(
         self,
         baseline: SnapshotRef,
@@ -147,7 +158,9 @@ class GateQuestions(SuspectQuestions):
         )
         leaks, growths = classify(rows, min_bytes=p.min_bytes, growth_bytes=growth_bytes, tag=new.tag)
         suspects = self._new_suspects(old, new) if "suspects" in p.fail_on else []
-        everything = [_failing(f, p.fail_on) for f in (*leaks, *growths, *suspects)]
+        inspected, not_inspected = self._inspections(old, new, p, growth_bytes)
+        notes = [*notes, *not_inspected]
+        everything = [_failing(f, p.fail_on) for f in (*leaks, *growths, *suspects, *inspected)]
         known = [f for f in everything if f.known_leak is not None]
         findings = [f for f in everything if f.known_leak is None]
         findings.sort(key=lambda f: (not f.fails, -f.growth, f.signature or 0))
@@ -226,6 +239,37 @@ class GateQuestions(SuspectQuestions):
                 ],
             )
         return load_rules(path), f"the candidate's rule file {path}", []
+
+    def _inspections(
+        self, old: Snapshot, new: Snapshot, p: params.Gate, growth_bytes: int
+    ) -> tuple[list[GateFinding], list[str]]:
+        """The findings of the inspection checks ``p.fail_on`` names (:mod:`.gate_inspections`), and a
+        note for each that a build's load did not compute."""
+        asks = {
+            "duplicate-strings": lambda s: self.strings(s, params.Strings(limit=strings.KEPT)),
+            "detached-dom": lambda s: self.dom(s, params.Dom(limit=dom.KEPT)),
+            "unmounted-components": lambda s: self.react(s, params.React(limit=react.KEPT)),
+        }
+        found: list[GateFinding] = []
+        notes: list[str] = []
+        for check in INSPECTION_KINDS:
+            if check not in p.fail_on:
+                continue
+            try:
+                before, after = asks[check](old), asks[check](new)
+            except NotComputed as e:
+                notes.append(f"{check} not checked: {e}")
+                continue
+            found += findings(
+                check,
+                before,
+                after,
+                min_bytes=p.min_bytes,
+                noise=p.min_bytes // NOISE_DIVISOR,
+                growth_bytes=growth_bytes,
+                tag=new.tag,
+            )
+        return found, notes
 
     def _new_suspects(self, old: Snapshot, new: Snapshot) -> list[GateFinding]:
         """The candidate's suspect types (objects' types too) that are not among the baseline's."""

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from heapdb import settings
 from heapdb.errors import ParameterError
 from heapdb.gatecheck import GateCheck
-from heapdb.loader.inspections import dom, strings
+from heapdb.loader.inspections import dom, react, strings
 from heapdb.queries.ignoring import parse_all
 from heapdb.units import parse_threshold
 
@@ -179,7 +179,8 @@ class Gate(Params):
     fail_on: tuple[GateCheck, ...] = Field(
         ("new-leaks", "growth"),
         description="What fails the gate (repeatable): new leak signatures, growth past --max-growth, "
-        "leak suspects (by type) the baseline did not have.",
+        "leak suspects (by type) the baseline did not have; and from the inspections, duplicated string contents, "
+        "detached DOM paths and unmounted React components new in the candidate or grown past --max-growth.",
     )
     limit: int = Field(20, ge=1, le=MAX_LIMIT, description="Findings to list per kind.")
     rules: str | None = Field(
@@ -223,6 +224,13 @@ class Dom(Params):
     stored = ("detached-dom",)
     limit: int = Field(
         20, ge=1, le=dom.KEPT, description=f"How many holder paths (a load keeps the {dom.KEPT} largest)."
+    )
+
+
+class React(Params):
+    stored = ("unmounted-components",)
+    limit: int = Field(
+        20, ge=1, le=react.KEPT, description=f"How many components (a load keeps the {react.KEPT} largest)."
     )
 
 

@@ -30,7 +30,7 @@ class DominatedLargest(NamedTuple):
     largest: list[ObjectInfo]  # largest retained size first
 
 
-class Questions(SnapshotQuestions, CompareQuestions, GateQuestions, SuspectQuestions):
+class Questions(CompareQuestions, GateQuestions, SnapshotQuestions, SuspectQuestions):
     """Every question, bound to one database, a per-query timeout and optionally a cache:
     ``Questions(database).why_alive("build123", 4711)``."""
 

@@ -3,13 +3,16 @@ what it retains, what retains most, and totals per type."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 
 from heapdb.errors import NotComputed, NotFound, ParameterError
 from heapdb.loader import formats
 from heapdb.loader.graph import SYNTHETIC_KIND
-from heapdb.loader.inspections.dom import DOM_TOTALS, DetachedDom, DetachedGroup, DetachedObject, shows_dom
+from heapdb.loader.inspections.common import ObjectRow
+from heapdb.loader.inspections.dom import DOM_TOTALS, DetachedDom, DetachedGroup, shows_dom
+from heapdb.loader.inspections.react import REACT_TOTALS, UnmountedComponent, UnmountedFibers
 from heapdb.loader.inspections.strings import STRING_TOTALS, DuplicateString, DuplicateStrings, StringOwner
 from heapdb.loader.store import DroppedReferences, Snapshot, TypeListing
 from heapdb.queries import ignoring, params
@@ -26,6 +29,8 @@ from heapdb.queries.results import (
     TypeRow,
     WhyAlive,
 )
+
+T = TypeVar("T")
 
 
 class SnapshotQuestions(Asking):
@@ -65,23 +70,48 @@ class SnapshotQuestions(Asking):
         """The detached DOM the load stored, its largest holder paths first (stored query
         ``detached-dom``), as :func:`heapdb.loader.inspections.dom.detached_dom` lists a file's;
         :class:`NotComputed` where the load did not compute it."""
+
+        def answer(tag: str, stored: dict[str, Any], rows: list[dict[str, Any]]) -> DetachedDom:
+            totals = {f: int(stored[f]) for f in DOM_TOTALS}
+            groups = tuple(DetachedGroup(**r) for r in rows)
+            return DetachedDom(source=tag, **totals, groups=groups, largest=_objects(stored["largest"]))
+
+        return self._inspection(ref, "dom", "detached-DOM", "detached-dom", p, answer)
+
+    def react(self, ref: SnapshotRef, p: params.React = params.React()) -> UnmountedFibers:
+        """The unmounted React components the load stored, those retaining most first (stored query
+        ``unmounted-components``), as :func:`heapdb.loader.inspections.react.unmounted_fibers` lists
+        a file's; :class:`NotComputed` where the load did not compute them."""
+
+        def answer(tag: str, stored: dict[str, Any], rows: list[dict[str, Any]]) -> UnmountedFibers:
+            totals = {f: int(stored[f]) for f in REACT_TOTALS}
+            components = tuple(UnmountedComponent(**r) for r in rows)
+            return UnmountedFibers(source=tag, **totals, rows=components, largest=_objects(stored["largest"]))
+
+        return self._inspection(ref, "react", "unmounted-components", "unmounted-components", p, answer)
+
+    def _inspection(
+        self,
+        ref: SnapshotRef,
+        stored_as: str,
+        name: str,
+        query: str,
+        p: params.Dom | params.React,
+        answer: Callable[[str, dict[str, Any], list[dict[str, Any]]], T],
+    ) -> T:
+        """An inspection of a snapshot's DOM as its load stored it: the totals in the ``:Snapshot``'s
+        ``stored_as`` property, the rows from the stored ``query``; :class:`NotComputed` (naming the
+        inspection ``name``) where the load did not compute it."""
         snapshot = self.snapshot(ref)
-        stored = snapshot.dom
+        stored = getattr(snapshot, stored_as)
         if stored is None:
-            raise dom_not_computed(snapshot)
+            raise dom_not_computed(snapshot, name)
 
-        def compute() -> DetachedDom:
-            rows = self._run("detached-dom", tag=snapshot.tag, limit=p.limit)
-            return DetachedDom(
-                source=snapshot.tag,
-                **{f: int(stored[f]) for f in DOM_TOTALS},
-                groups=tuple(DetachedGroup(**r) for r in rows),
-                largest=tuple(
-                    DetachedObject(id=i, type=t, self_size=s, retained_size=r) for i, t, s, r in stored["largest"]
-                ),
-            )
+        def compute() -> T:
+            return answer(snapshot.tag, stored, self._run(query, tag=snapshot.tag, limit=p.limit))
 
-        return self._cached(snapshot, ("dom", p), compute)
+        found: T = self._cached(snapshot, (stored_as, p), compute)
+        return found
 
     def object(
         self, ref: SnapshotRef, object_id: int, p: params.ObjectDetails = params.ObjectDetails()
@@ -405,12 +435,17 @@ def strings_not_computed(snapshot: Snapshot) -> NotComputed:
     )
 
 
-def dom_not_computed(snapshot: Snapshot) -> NotComputed:
-    """Why ``snapshot`` has no detached DOM, and what to do."""
+def dom_not_computed(snapshot: Snapshot, inspection: str) -> NotComputed:
+    """Why ``snapshot`` has no answer of an ``inspection`` of its DOM, and what to do."""
     if not shows_dom(snapshot.format):
         return NotComputed(f"{snapshot.format} snapshots hold no DOM (snapshot {snapshot.tag!r})")
     return NotComputed(
-        f"detached DOM was not computed for snapshot {snapshot.tag!r}: it was stored by an older heapdb; "
+        f"the {inspection} inspection was not computed for snapshot {snapshot.tag!r}: it was stored by an older heapdb; "
         f"run `heapdb reanalyze {snapshot.tag}`, or load its file again with "
         f"`heapdb load FILE --tag {snapshot.tag} --replace`"
     )
+
+
+def _objects(stored: list[list[Any]]) -> tuple[ObjectRow, ...]:
+    """An inspection's largest objects from the ``[id, type, self_size, retained_size]`` rows a load stores."""
+    return tuple(ObjectRow(id=i, type=t, self_size=s, retained_size=r) for i, t, s, r in stored)

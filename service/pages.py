@@ -46,7 +46,7 @@ SNAPSHOT = links.SNAPSHOT_PAGE
 OBJECT = links.OBJECT_PAGE
 TREEMAP = links.TREEMAP_PAGE
 TOP_ROWS = 20  # top retainers on a snapshot's page
-WASTE_ROWS = 5  # rows of each inspection on a snapshot's page: string contents, detached DOM paths
+WASTE_ROWS = 5  # rows of each inspection on a snapshot's page: string contents, detached DOM paths, components
 NEIGHBOURS = 20  # references listed each way on an object's page
 RETAINS_DEPTH = 4  # levels of what an object retains, on its page
 RETAINS_LIMIT = 60  # objects of those levels in all, largest first level by level (Questions.retains' limit)
@@ -169,18 +169,24 @@ def add_pages(app: FastAPI, questions: Callable[[], Questions], token: str | Non
             strings, strings_note = ask.strings(found, params.Strings(limit=WASTE_ROWS)), None
         except NotComputed as e:  # the page still answers; the section says why it is empty
             strings, strings_note = None, str(e)
-        detached, detached_note = None, None
+        detached, detached_note, components, components_note = None, None, None, None
         if shows_dom(found.format):  # other formats' pages say nothing of a DOM
             try:
                 detached = ask.dom(found, params.Dom(limit=WASTE_ROWS))
             except NotComputed as e:
                 detached_note = str(e)
+            try:
+                components = ask.react(found, params.React(limit=WASTE_ROWS))
+            except NotComputed as e:
+                components_note = str(e)
         data = {
             "snapshot": found.as_dict(),
             "strings": strings,
             "strings_note": strings_note,
             "dom": detached,
             "dom_note": detached_note,
+            "react": components,
+            "react_note": components_note,
             # A pruned snapshot has no objects to rank: its page shows the types and a notice.
             "top": [] if found.summary else ask.top(found, params.Top(limit=TOP_ROWS)),
             "suspects": None if found.summary else ask.suspects(found, params.Suspects()),

@@ -131,7 +131,7 @@ def test_a_snapshot_stored_before_says_to_reanalyse_and_reanalysing_answers(data
     rest = client.get(f"/api/snapshots/{tag}/dom")
     assert rest.status_code == 409 and "not computed" in rest.json()["error"]
     shown = client.get(pages.page_path(pages.SNAPSHOT, tag=tag))  # the page still answers, and says why
-    assert shown.status_code == 200 and "Detached DOM: detached DOM was not computed" in shown.text
+    assert shown.status_code == 200 and "Detached DOM: the detached-DOM inspection was not computed" in shown.text
     done = CliRunner().invoke(main, ["reanalyze", tag, "--rules", "none"])
     assert done.exit_code == 0, done.output
     again = Questions(database).dom(tag)
@@ -150,7 +150,7 @@ def test_a_snapshot_stored_before_says_to_reanalyse_and_reanalysing_answers(data
 
 def test_a_format_without_dom_says_so() -> None:
     snapshot = Snapshot.from_properties({"sid": 1, "tag": "java", "format": "hprof", "status": "ready"})
-    assert str(dom_not_computed(snapshot)) == "hprof snapshots hold no DOM (snapshot 'java')"
+    assert str(dom_not_computed(snapshot, "detached-DOM")) == "hprof snapshots hold no DOM (snapshot 'java')"
 
 
 def test_the_stored_query_is_there_for_ones_own_cypher(page: Loaded) -> None:

@@ -3,7 +3,7 @@
 A real Chromium page (heapgen.chromium's ``DETACHED_DOM_PAGE``) leaves DOM trees detached in three
 ways: three closed panels kept "for undo" in one array, a removed dialog that an attached button's
 click listener still closes over, and a list row cached in a Map that was never attached. memlab's ``detached-DOM`` analysis
-(tests/js/memlab_dom.js) is the oracle for which objects are detached and for its list of the
+(tests/js/memlab_nodes.js) is the oracle for which objects are detached and for its list of the
 largest; the trees, their groups and their sizes are checked by brute force over memlab's own
 dominators (tests/js/memlab_oracle.js).
 """
@@ -30,7 +30,7 @@ from tests.support.chromium import (
     DOM_PANELS,
     write_detached_dom_snapshot,
 )
-from tests.support.v8 import run_memlab_dom
+from tests.support.v8 import run_memlab_nodes
 from tests.support.v8_fixtures import leak_snapshots, memlab_oracle, node_tools  # noqa: F401
 
 
@@ -41,7 +41,8 @@ def page_snapshot(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def memlab_dom(page_snapshot: Path, node_tools: Path) -> dict:  # noqa: F811
-    return run_memlab_dom(page_snapshot, page_snapshot.with_name("memlab-dom.json"))
+    answer: dict = run_memlab_nodes(page_snapshot, page_snapshot.with_name("memlab.json"))["detached-DOM"]
+    return answer
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +57,7 @@ def inspected(page_snapshot: Path) -> tuple[HeapGraph, analysis.Analysis, dom.De
 
 def test_the_detached_objects_are_memlabs(inspected, memlab_dom: dict) -> None:
     graph, result, found = inspected
-    theirs = {o["id"]: o for o in memlab_dom["detached"]}
+    theirs = {o["id"]: o for o in memlab_dom["all"]}
     mask = dom.detached(graph)
     assert mask is not None
     assert set(graph.ids[mask].tolist()) == set(theirs)
@@ -95,7 +96,7 @@ def test_trees_groups_and_attached_by_brute_force(
     assert oracle.node_count == graph.node_count
     index_of = {int(i): n for n, i in enumerate(oracle.ids.tolist())}
     dominator = [index_of.get(int(d), -1) for d in oracle.dominator_id.tolist()]
-    detached = {index_of[o["id"]] for o in memlab_dom["detached"]}
+    detached = {index_of[o["id"]] for o in memlab_dom["all"]}
 
     def above(v: int) -> list[int]:  # v and its dominators by memlab, nearest first
         found_chain = [v]
@@ -198,7 +199,7 @@ def test_detachedness_is_devtools_and_memlab_differs_only_by_its_edge_filter(
     tmp_path: Path,
 ) -> None:
     path = page_snapshot if which == "page" else leak_snapshots["final"]
-    theirs = {o["id"] for o in run_memlab_dom(path, tmp_path / "memlab-dom.json")["detached"]}
+    theirs = {o["id"] for o in run_memlab_nodes(path, tmp_path / "memlab.json")["detached-DOM"]["all"]}
     graph = formats.read_graph(path)
     mask = dom.detached(graph)
     assert mask is not None
@@ -230,5 +231,5 @@ def test_a_format_without_dom_is_refused_before_it_is_read(tmp_path: Path) -> No
     dump = tmp_path / "empty.json"
     dump.write_text('{"objects": {}, "roots": {}}')  # a Luau dump: its first bytes say so
     result = CliRunner().invoke(main, ["analyze", str(dump), "--dom"])
-    assert result.exit_code == 2 and "--dom: luau snapshots hold no DOM" in result.output
+    assert result.exit_code == 2 and "--dom and --react: luau snapshots hold no DOM" in result.output
     assert "Traceback" not in result.output

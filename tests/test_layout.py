@@ -42,7 +42,7 @@ STAGES = {
     "heapdb.loader.luau_heapgraph": 2,
     "heapdb.loader.pathtree": 2,
     "heapdb.loader.views": 2,  # lifelines and heapdomstats, from an analysis or from stored rows
-    "heapdb.loader.inspections": 2,  # what wastes memory: duplicate strings, detached DOM
+    "heapdb.loader.inspections": 2,  # what wastes memory: duplicate strings, detached DOM, React
     "heapdb.loader.report": 2,
     "heapdb.neo4j_server": 3,
     "heapdb.db": 3,

@@ -59,6 +59,7 @@ TOOLS = {
     "heapdomstats",
     "strings",
     "dom",
+    "react",
     "gate",
     "signatures",
     "signature",

@@ -42,6 +42,7 @@ FRONT_ENDS = {
     params.HeapDomStats: ("heapdomstats", "/api/snapshots/{tag}/heapdomstats"),
     params.Strings: ("strings", "/api/snapshots/{tag}/strings"),
     params.Dom: ("dom", "/api/snapshots/{tag}/dom"),
+    params.React: ("react", "/api/snapshots/{tag}/react"),
 }
 
 # Passed on under the same name but in another unit: the question's share is the query's percentage.

@@ -23,7 +23,7 @@ from heapdb.errors import HeapdbError, RuleError
 from heapdb.loader import analysis, formats, views
 from heapdb.loader.analysis import Semantics
 from heapdb.loader.graph import HeapGraph
-from heapdb.loader.inspections import dom, strings
+from heapdb.loader.inspections import dom, react, strings
 from heapdb.loader.report import AnalysisReport, analysis_report
 from heapdb.loader.rules import CompiledRules, RulesSummary, compile_rules, rules_summary
 from heapdb.loader.rules.defaults import default_rules
@@ -178,6 +178,13 @@ def print_rules(summary: RulesSummary) -> None:
     help="Also list the detached DOM (V8 snapshots of a browser), grouped by the path that holds it, and its "
     "largest objects (memlab's `detached-DOM` analysis, object for object); --top paths.",
 )
+@click.option(
+    "--react",
+    "unmounted",
+    is_flag=True,
+    help="Also list the React components unmounted but still alive (V8 snapshots of a page), by component, "
+    "with what holds each (memlab's `unmounted-fiber-node` analysis); --top components.",
+)
 def analyze(
     file: str,
     top: int,
@@ -193,6 +200,7 @@ def analyze(
     domstats: bool,
     dup_strings: bool,
     detached_dom: bool,
+    unmounted: bool,
 ) -> None:
     """Dominators, retained sizes and root distances of a snapshot FILE (any format), without Neo4j.
 
@@ -201,15 +209,15 @@ def analyze(
     own objects to the program's, as a load's `top` does); --rules FILE puts a team's rule file
     before them; --rules NAME reads a rule set stored with `heapdb rules add` from the database
     (the only case that needs Neo4j). --rules none gives the plain, engine-level analysis.
-    --lifelines, --heapdomstats, --strings and --dom add views of the same analysis (under the rules and
-    --root too).
+    --lifelines, --heapdomstats, --strings, --dom and --react add views of the same analysis (under the
+    rules and --root too).
     """
     refuse_groups_without_rules(rules, disabled)
     if name_contains and lifelines_type is None:
         raise click.UsageError("--name needs --lifelines")
     # The rules are read and checked first: a bad rule file fails before a long read of the snapshot.
     choice = choose_rules(rules, disabled_groups=disabled, connect=_connect_for(rules))
-    _refuse_inspections_of(file, dup_strings, detached_dom)  # before a long read
+    _refuse_inspections_of(file, dup_strings, detached_dom or unmounted)  # before a long read
     _, graph = read_with_progress(file)
     rule_set, runtime = (None, None) if choice is None else choice.for_graph(graph)
     compiled = None if rule_set is None else compile_rules(rule_set, graph)
@@ -252,12 +260,15 @@ def analyze(
     duplicates = None
     if dup_strings:
         duplicates = strings.duplicate_strings(graph, result, source=file, limit=top)
-    detached = None
-    if detached_dom:
+    detached, components = None, None
+    if detached_dom or unmounted:
         from heapdb.loader.paths import first_paths
 
         paths = first_paths(graph, result.retaining, result.transient)
-        detached = dom.detached_dom(graph, result, paths, source=file, limit=top)
+        if detached_dom:
+            detached = dom.detached_dom(graph, result, paths, source=file, limit=top)
+        if unmounted:
+            components = react.unmounted_fibers(graph, result, paths, source=file, limit=top)
     if as_json:
         data = report.as_dict()
         if summary is not None:
@@ -272,6 +283,8 @@ def analyze(
             data["strings"] = asdict(duplicates)
         if detached is not None:
             data["dom"] = asdict(detached)
+        if components is not None:
+            data["react"] = asdict(components)
         click.echo(json.dumps(data, indent=2))
     else:
         if root_id is not None:
@@ -284,21 +297,22 @@ def analyze(
             None if floating is None else views.heapdomstats_text(floating),
             None if duplicates is None else strings.duplicate_strings_text(duplicates),
             None if detached is None else dom.detached_dom_text(detached),
+            None if components is None else react.unmounted_fibers_text(components),
         ):
             if text is not None:
                 click.echo("")
                 click.echo(text)
 
 
-def _refuse_inspections_of(file: str, dup_strings: bool, detached_dom: bool) -> None:
+def _refuse_inspections_of(file: str, dup_strings: bool, of_dom: bool) -> None:
     """A usage error for an inspection FILE's format cannot have, found from its first bytes."""
-    if not (dup_strings or detached_dom):
+    if not (dup_strings or of_dom):
         return
     found = formats.detect(file)
     if dup_strings and found.strings is None:
         raise click.UsageError(f"--strings: heapdb does not read the strings of {found.name} snapshots")
-    if detached_dom and not found.dom:
-        raise click.UsageError(f"--dom: {found.name} snapshots hold no DOM")
+    if of_dom and not found.dom:
+        raise click.UsageError(f"--dom and --react: {found.name} snapshots hold no DOM")
 
 
 def _connect_for(name: str | None) -> Callable[[], Database]:

@@ -25,7 +25,15 @@ SUITE = "heapdb gate"
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
-KIND_WORDS = {"new-leak": "new leak", "growth": "growth", "suspect": "new suspect"}  # a gate finding's kind, for people
+# A gate finding's kind, for people.
+KIND_WORDS = {
+    "new-leak": "new leak",
+    "growth": "growth",
+    "suspect": "new suspect",
+    "duplicate-string": "duplicated string",
+    "detached-dom": "detached DOM",
+    "unmounted-component": "unmounted component",
+}
 
 
 def gate_text(answer: GateReport) -> str:

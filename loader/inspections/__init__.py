@@ -8,6 +8,9 @@ returns a frozen result of arrays (no Python object per heap object):
   analysis, MAT's duplicate strings).
 - :mod:`.dom`: detached DOM, in trees grouped by the path that holds them (memlab's
   ``detached-DOM`` analysis, DevTools' detached elements).
+- :mod:`.react`: React components unmounted but alive, by component (memlab's
+  ``unmounted-fiber-node`` analysis);
+- :mod:`.common`: what they share (the largest objects of a set, a reference by name).
 
 Which objects an inspection looks at is a trait of the snapshot's format
 (:class:`~heapdb.loader.formats.protocol.StringKinds`, ``Format.dom``), never a comparison of

@@ -29,7 +29,8 @@ import numpy as np
 
 from heapdb.loader.formats import named
 from heapdb.loader.graph import Detachedness, HeapGraph
-from heapdb.units import ELLIPSIS, human_bytes, short_name
+from heapdb.loader.inspections.common import LARGEST, ObjectRow, largest, tail
+from heapdb.units import human_bytes, short_name
 
 if TYPE_CHECKING:
     from heapdb.loader.analysis import Analysis
@@ -37,21 +38,10 @@ if TYPE_CHECKING:
 
 DETACHED_PREFIX = "Detached "  # how Chrome names a detached native object, where no field says so
 LEFT_OUT = frozenset({"FiberNode", "Detached FiberNode"})  # React's fibers: memlab's rule
-LARGEST = 50  # detached objects a report lists, largest retained first: memlab's list
 LARGEST_SHOWN = 10  # of which the text report prints (--json has them all)
 PATH_CHARS = 100  # of a holder path the text report prints: its end, nearest the detached tree
 KEPT = 100  # groups a load stores, largest retained first: the stored question's largest limit
 UNREACHABLE_PATH = "(not reachable from the roots)"
-
-
-@dataclass(frozen=True)
-class DetachedObject:
-    """One detached object."""
-
-    id: int
-    type: str
-    self_size: int
-    retained_size: int
 
 
 @dataclass(frozen=True)
@@ -79,7 +69,7 @@ class DetachedDom:
     trees: int  # detached objects no other detached object dominates
     paths: int  # distinct paths holding them (the groups, before any limit)
     groups: tuple[DetachedGroup, ...]
-    largest: tuple[DetachedObject, ...]  # memlab's list: the LARGEST largest retained, lowest id on ties
+    largest: tuple[ObjectRow, ...]  # memlab's list: the LARGEST largest retained, lowest id on ties
 
 
 # The figures of DetachedDom over all detached objects (a load stores them on the :Snapshot).
@@ -115,7 +105,6 @@ def detached_dom(
         return None
     # numba's kernels load only when a graph is inspected
     from heapdb.loader.analysis import outermost_members, spread_down
-    from heapdb.loader.analysis.ranking import largest_first_of
     from heapdb.loader.paths import path_hops
 
     idom = result.idom
@@ -156,7 +145,6 @@ def detached_dom(
                 example_id=int(graph.ids[example]),
             )
         )
-    largest = largest_first_of(result.retained_size, graph.ids, mask, LARGEST)
     return DetachedDom(
         source=source,
         objects=int(np.count_nonzero(mask)),
@@ -165,15 +153,7 @@ def detached_dom(
         trees=int(roots.size),
         paths=int(starts.size),
         groups=tuple(groups),
-        largest=tuple(
-            DetachedObject(
-                id=int(graph.ids[v]),
-                type=graph.type_name(int(v)),
-                self_size=int(graph.self_size[v]),
-                retained_size=int(result.retained_size[v]),
-            )
-            for v in largest.tolist()
-        ),
+        largest=largest(graph, result, mask, LARGEST),
     )
 
 
@@ -190,7 +170,7 @@ def detached_dom_text(answer: DetachedDom) -> str:
     for r in answer.groups:
         lines.append(
             f"  {human_bytes(r.retained_size):>10}  {r.trees:>6,}  {r.objects:>8,}  {r.attached:>8,}  "
-            f"{'@' + str(r.example_id):>10}  {_tail(r.path, PATH_CHARS)}"
+            f"{'@' + str(r.example_id):>10}  {tail(r.path, PATH_CHARS)}"
         )
     if answer.paths > len(answer.groups):
         lines.append(f"  … {answer.paths - len(answer.groups):,} more paths")
@@ -205,8 +185,3 @@ def detached_dom_text(answer: DetachedDom) -> str:
                 f"{short_name(o.type, 60)}"
             )
     return "\n".join(lines)
-
-
-def _tail(text: str, chars: int) -> str:
-    """``text``'s last ``chars`` characters, marked where cut: a holder path's end names the holder."""
-    return text if len(text) <= chars else ELLIPSIS + text[-(chars - len(ELLIPSIS)) :]

@@ -101,3 +101,37 @@ def content_hashes(role, first, second, parent, h1, h2, length):  # pragma: no c
             state[v] = 2
             depth -= 1
     return h1, h2, length
+
+
+@numba.njit(cache=True)
+def reaches_flagged(parent, flagged, members):  # pragma: no cover - compiled
+    """bool[n]: for each of ``members``, whether following ``parent`` (int32, -1: none) from it
+    through members reaches a ``flagged`` member (itself included); a cycle never does. Each chain
+    is walked once (iteratively: React's return chains can be deep)."""
+    n = parent.shape[0]
+    state = np.zeros(n, dtype=np.int8)  # 0 not yet, 1 on the current walk, 2 reaches, 3 does not
+    walk = np.empty(n, dtype=np.int32)
+    for start in range(n):
+        if not members[start] or state[start] >= 2:
+            continue
+        depth = 0
+        v = start
+        answer = 3
+        while True:
+            if v < 0 or not members[v] or state[v] == 1:
+                answer = 3  # off the members, or round a cycle
+                break
+            if state[v] >= 2:
+                answer = state[v]
+                break
+            if flagged[v]:
+                state[v] = 2
+                answer = 2
+                break
+            state[v] = 1
+            walk[depth] = v
+            depth += 1
+            v = parent[v]
+        for i in range(depth):
+            state[walk[i]] = answer
+    return state == 2

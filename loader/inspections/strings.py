@@ -28,6 +28,7 @@ import numpy as np
 
 from heapdb.loader.formats import StringKinds, named
 from heapdb.loader.graph import NAMES_CUT, NUMERIC_NAME_KINDS, HeapGraph
+from heapdb.loader.inspections.common import first_targets, string_indexes
 from heapdb.units import human_bytes, short_name
 
 if TYPE_CHECKING:
@@ -346,33 +347,14 @@ _PART_NAMES = ("first", "second", "parent")
 _NAMES_PER_BLOCK = 20_000  # names hashed per buffer of code points
 
 
-def _part_name_indexes(graph: HeapGraph) -> dict[str, np.ndarray]:
-    """Where each of the part names stands in the string table (one pass over it)."""
-    found: dict[str, list[int]] = {name: [] for name in _PART_NAMES}
-    for i, s in enumerate(graph.strings):
-        if s in found:
-            found[s].append(i)
-    return {name: np.array(at, dtype=np.int64) for name, at in found.items()}
-
-
 def _parts(graph: HeapGraph, role: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """int32[n] each: the target of a concatenation's first ``first`` and ``second`` reference and
     of a sliced string's first ``parent`` reference; -1 where there is none."""
-    from heapdb.loader.inspections import kernels
-
     sources = np.flatnonzero((role == CONCATENATED) | (role == SLICED))
-    found = []
-    named_edges = ~np.isin(graph.edge_kind, np.array(sorted(NUMERIC_NAME_KINDS), dtype=graph.edge_kind.dtype))
-    at = _part_name_indexes(graph) if sources.size else {}
-    for name in _PART_NAMES:
-        target = np.full(graph.node_count, -1, dtype=np.int32)
-        indexes = at.get(name, np.zeros(0, dtype=np.int64))
-        if sources.size and indexes.size:
-            target = kernels.first_edge_named(
-                graph.edge_start, graph.edge_to, graph.edge_name, named_edges, sources, indexes
-            )
-        found.append(target)
-    return found[0], found[1], found[2]
+    at = string_indexes(graph, _PART_NAMES) if sources.size else {}
+    empty = np.zeros(0, dtype=np.int64)
+    first, second, parent = (first_targets(graph, sources, at.get(name, empty)) for name in _PART_NAMES)
+    return first, second, parent
 
 
 def _named_edge(graph: HeapGraph, v: int, name: str) -> int:

@@ -1,5 +1,5 @@
 """Writing a snapshot's group nodes (``:PathGroup``, ``:TypeGroup``, and the inspections'
-``:StringGroup`` and ``:DetachedGroup``) and its types' listings.
+``:StringGroup``, ``:DetachedGroup`` and ``:FiberGroup``) and its types' listings.
 
 Shared by a load (:mod:`.writer`: the groups before the snapshot answers, the listings after) and
 ``heapdb rebuild`` (:mod:`.rebuild`: both after the offline import). docs/data-model.md says what
@@ -40,6 +40,11 @@ CREATE (:DetachedGroup {sid: $sid, signature: r[0], path: r[1], type: r[2], tree
                         retained_size: r[6], example_id: r[7]})
 """
 
+CREATE_FIBER_GROUPS = """
+UNWIND $rows AS r
+CREATE (:FiberGroup {sid: $sid, component: r[0], fibers: r[1], retained_size: r[2], example_id: r[3], path: r[4]})
+"""
+
 
 @dataclass(frozen=True)
 class GroupKind:
@@ -57,6 +62,7 @@ GROUP_KINDS = (
     GroupKind("TypeGroup", "type", CREATE_TYPE_GROUPS, "type groups"),
     GroupKind("StringGroup", "key", CREATE_STRING_GROUPS, "string groups"),
     GroupKind("DetachedGroup", "signature", CREATE_DETACHED_GROUPS, "detached DOM groups"),
+    GroupKind("FiberGroup", "component", CREATE_FIBER_GROUPS, "unmounted component groups"),
 )
 
 SET_TYPE_LISTINGS = """

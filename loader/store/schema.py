@@ -44,6 +44,8 @@ SCHEMA = (
     "CREATE INDEX heapdb_string_group_sid IF NOT EXISTS FOR (g:StringGroup) ON (g.sid)",
     # A snapshot's detached DOM, by holder path (as few, read all at once).
     "CREATE INDEX heapdb_detached_group_sid IF NOT EXISTS FOR (g:DetachedGroup) ON (g.sid)",
+    # A snapshot's unmounted React components, by component.
+    "CREATE INDEX heapdb_fiber_group_sid IF NOT EXISTS FOR (g:FiberGroup) ON (g.sid)",
     "CREATE CONSTRAINT heapdb_rule_set_key IF NOT EXISTS FOR (r:RuleSet) REQUIRE (r.name, r.version) IS UNIQUE",
 )
 

@@ -84,6 +84,10 @@ class Snapshot:
     # retained_size] rows (stored as JSON text; the groups are :DetachedGroup nodes). None: not
     # computed (docs/analysis.md, "Detached DOM").
     dom: dict[str, Any] | None = field(default=None, hash=False)
+    # Where the format has a DOM: the unmounted React components' totals, {"fibers", "self_size",
+    # "retained_size", "mounted", "components", "largest"} (JSON text, as dom; the components are
+    # :FiberGroup nodes). None: not computed (docs/analysis.md, "Unmounted React components").
+    react: dict[str, Any] | None = field(default=None, hash=False)
     meta: dict[str, Any] = field(default_factory=dict, hash=False)  # a dict cannot be hashed; the rest can
 
     @classmethod
@@ -92,7 +96,7 @@ class Snapshot:
         known = {f.name for f in fields(cls)}
         values = {k: v for k, v in props.items() if k in known and v is not None}
         meta = values.get("meta")
-        for inspection in ("strings", "dom"):
+        for inspection in ("strings", "dom", "react"):
             if isinstance(values.get(inspection), str):
                 values[inspection] = json.loads(values[inspection])
         if isinstance(meta, str):

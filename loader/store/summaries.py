@@ -20,7 +20,9 @@ import numpy as np
 from heapdb.loader.analysis import Analysis, LookThrough, outermost_members
 from heapdb.loader.analysis.ranking import largest_first
 from heapdb.loader.graph import EDGE_KIND_NAMES, NUMERIC_NAME_KINDS, HeapGraph
+from heapdb.loader.inspections.common import ObjectRow
 from heapdb.loader.inspections.dom import DOM_TOTALS, DetachedDom, detached_dom
+from heapdb.loader.inspections.react import REACT_TOTALS, UnmountedFibers, unmounted_fibers
 from heapdb.loader.inspections.strings import STRING_TOTALS, DuplicateStrings, stored_strings
 from heapdb.loader.paths import FirstPaths, first_paths, path_hops
 from heapdb.loader.rules.summary import bucket_totals
@@ -95,6 +97,9 @@ class LoadInput:
     # The detached DOM a load stores (heapdb.loader.inspections.dom.detached_dom); None where the
     # format has no DOM.
     dom: DetachedDom | None = None
+    # The unmounted React components a load stores (heapdb.loader.inspections.react.unmounted_fibers);
+    # None where the format has no DOM.
+    react: UnmountedFibers | None = None
 
     @classmethod
     def from_analysis(
@@ -134,6 +139,7 @@ class LoadInput:
             rules_dropped=None if retaining is None else np.flatnonzero(retaining & ~result.retaining),
             strings=stored_strings(graph, result),
             dom=detached_dom(graph, result, paths, source=""),
+            react=unmounted_fibers(graph, result, paths, source=""),
         )
 
     def dropped_references(self) -> DroppedReferences | None:
@@ -268,15 +274,15 @@ class LoadInput:
             for r in self.strings.rows
         ]
 
-    def dom_property(self) -> dict[str, str]:
-        """The ``:Snapshot`` property ``dom``: JSON text of the detached DOM's totals and its largest
-        objects (its groups are ``:DetachedGroup`` nodes, :meth:`detached_groups`); nothing where the
-        format has no DOM."""
-        if self.dom is None:
-            return {}
-        totals: dict[str, Any] = {f: getattr(self.dom, f) for f in DOM_TOTALS}
-        totals["largest"] = [[o.id, o.type, o.self_size, o.retained_size] for o in self.dom.largest]
-        return {"dom": json.dumps(totals)}
+    def inspections_property(self) -> dict[str, str]:
+        """The ``:Snapshot`` properties ``dom`` and ``react``: JSON text of each inspection's totals
+        and its largest objects (its groups are nodes, :meth:`group_rows`); nothing where the format
+        has no DOM."""
+        found: dict[str, str] = {}
+        for name, answer, totals in (("dom", self.dom, DOM_TOTALS), ("react", self.react, REACT_TOTALS)):
+            if answer is not None:
+                found[name] = json.dumps({**{f: getattr(answer, f) for f in totals}, "largest": _rows(answer.largest)})
+        return found
 
     def detached_groups(self) -> list[list[Any]]:
         """One row per holder path of detached trees kept (``:DetachedGroup``; see groups.CREATE_DETACHED_GROUPS)."""
@@ -287,6 +293,12 @@ class LoadInput:
             for r in self.dom.groups
         ]
 
+    def fiber_groups(self) -> list[list[Any]]:
+        """One row per component with unmounted fibers kept (``:FiberGroup``; see groups.CREATE_FIBER_GROUPS)."""
+        if self.react is None:
+            return []
+        return [[r.component, r.fibers, r.retained_size, r.example_id, r.path] for r in self.react.rows]
+
     def group_rows(self) -> dict[str, list[list[Any]]]:
         """The rows of every group node, by label (groups.GROUP_KINDS)."""
         return {
@@ -294,6 +306,7 @@ class LoadInput:
             "TypeGroup": self.type_groups(),
             "StringGroup": self.string_groups(),
             "DetachedGroup": self.detached_groups(),
+            "FiberGroup": self.fiber_groups(),
         }
 
     def root_groups_property(self) -> dict[str, list[int]]:
@@ -394,6 +407,11 @@ def _first_in_groups(order: np.ndarray, key: np.ndarray, depth: int) -> tuple[np
     starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if keys.size else np.zeros(0, dtype=np.int64)
     place = np.arange(keys.size) - np.repeat(starts, np.diff(np.r_[starts, keys.size]))
     return grouped, place
+
+
+def _rows(objects: tuple[ObjectRow, ...]) -> list[list[Any]]:
+    """An inspection's largest objects as stored: ``[id, type, self_size, retained_size]`` each."""
+    return [[o.id, o.type, o.self_size, o.retained_size] for o in objects]
 
 
 def held_under(paths: list[str], retained: list[int]) -> list[int]:

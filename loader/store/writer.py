@@ -259,8 +259,9 @@ def snapshot_properties(
         **data.buckets_property(),
         # Where computed: the duplicate strings' totals (JSON text); the rows are :StringGroup nodes.
         **data.strings_property(),
-        # Where the format has a DOM: the detached DOM's totals and largest objects (JSON text).
-        **data.dom_property(),
+        # Where the format has a DOM: the detached DOM's and the unmounted components' totals and
+        # largest objects (JSON text).
+        **data.inspections_property(),
         **(analysed_with or {}),
     }
 

@@ -10,6 +10,8 @@ from heapgen.chromium import (
     DOM_DIALOG_ITEMS,
     DOM_PANEL_ITEMS,
     DOM_PANELS,
+    REACT_PANELS,
+    REACT_ROWS,
     find_chromium,
 )
 from tests.support.tiers import needs
@@ -19,18 +21,22 @@ __all__ = [
     "DOM_DIALOG_ITEMS",
     "DOM_PANELS",
     "DOM_PANEL_ITEMS",
+    "REACT_PANELS",
+    "REACT_ROWS",
     "ChromiumPage",
     "capture_heap_snapshot",
     "capture_heap_snapshots",
     "chromium_version",
     "find_chromium",
     "write_detached_dom_snapshot",
+    "write_react_snapshots",
 ]
 
 chromium_version = needs("chromium")(chromium.chromium_version)
 capture_heap_snapshot = needs("chromium")(chromium.capture_heap_snapshot)
 capture_heap_snapshots = needs("chromium")(chromium.capture_heap_snapshots)
 write_detached_dom_snapshot = needs("chromium")(chromium.write_detached_dom_snapshot)
+write_react_snapshots = needs("chromium", "node")(chromium.write_react_snapshots)
 
 
 @needs("chromium")

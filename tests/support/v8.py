@@ -35,7 +35,7 @@ __all__ = [
     "load_memlab_oracle",
     "node_environment",
     "run_memlab_oracle",
-    "run_memlab_dom",
+    "run_memlab_nodes",
     "run_memlab_strings",
     "write_closure_cache_snapshots",
     "write_duplicate_strings_snapshot",
@@ -45,7 +45,7 @@ __all__ = [
 
 ORACLE_SCRIPT = JS_DIR / "memlab_oracle.js"
 STRINGS_SCRIPT = JS_DIR / "memlab_strings.js"
-DOM_SCRIPT = JS_DIR / "memlab_dom.js"
+NODES_SCRIPT = JS_DIR / "memlab_nodes.js"
 
 ensure_node_tools = needs("node")(node.ensure_node_tools)
 write_leak_snapshots = needs("node")(node.write_leak_snapshots)
@@ -124,11 +124,12 @@ def run_memlab_strings(snapshot: str | os.PathLike[str], out: str | os.PathLike[
 
 
 @needs("node")
-def run_memlab_dom(snapshot: str | os.PathLike[str], out: str | os.PathLike[str], timeout: float = 600) -> dict:
-    """memlab's ``detached-DOM`` analysis of ``snapshot``, as ``memlab_dom.js`` writes it to ``out``:
-    its own list and every node its predicate accepts."""
+def run_memlab_nodes(snapshot: str | os.PathLike[str], out: str | os.PathLike[str], timeout: float = 600) -> dict:
+    """memlab's ``detached-DOM`` and ``unmounted-fiber-node`` analyses of ``snapshot``, as
+    ``memlab_nodes.js`` writes them to ``out``: for each, its own list and every node its predicate
+    accepts."""
     ensure_node_tools()
-    run_node([str(DOM_SCRIPT), str(snapshot), str(out)], f"memlab_dom.js on {snapshot}", timeout)
+    run_node([str(NODES_SCRIPT), str(snapshot), str(out)], f"memlab_nodes.js on {snapshot}", timeout)
     with open(out, encoding="utf-8") as f:
         answer: dict = json.load(f)
     return answer
