@@ -1,14 +1,16 @@
-"""Inspections benchmark: what ``heapdb analyze --strings`` adds to ``heapdb analyze``, beside memlab's
-``memlab analyze string`` on the same file.
+"""Inspections benchmark: what the inspections add to ``heapdb analyze``, beside memlab's own analyses
+on the same file.
 
-Three whole processes, alternating, ``--repeat`` times each, timed from outside with their peak
-memory (``benchmarks.analysis.run_process``):
+Whole processes, alternating, ``--repeat`` times each, timed from outside with their peak memory
+(``benchmarks.analysis.run_process``):
 
 - ``python -m heapdb analyze FILE --json``: read, analysis, report;
-- ``python -m heapdb analyze FILE --json --strings``: the same, and the duplicate strings;
-- ``memlab analyze string --snapshot FILE`` (memlab's own command, from ``tests/js/node_modules``).
+- the same with ``--strings`` (duplicate strings), and with ``--strings --dom --react`` (every
+  inspection a load computes: duplicate strings, detached DOM, unmounted React components);
+- ``memlab analyze string``, ``detached-DOM`` and ``unmounted-fiber-node`` ``--snapshot FILE``
+  (memlab's own commands, from ``tests/js/node_modules``).
 
-The fastest run of each is reported with its peak, the share ``--strings`` adds, and the load
+The fastest run of each is reported with its peak, the share the inspections add, and the load
 average before and after. The input is a real Node snapshot: ``--snapshot FILE``, or
 ``tests/js/leak.js`` grown to ``--v8-units`` leak units (~220 MB at 139,000), as
 ``benchmarks.analysis`` makes it.
@@ -24,6 +26,8 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -38,14 +42,18 @@ def heapdb(path: Path, *extra: str) -> dict[str, Any]:
     return {**done, "strings": report.get("strings", {}).get("strings")}
 
 
-def memlab(path: Path) -> dict[str, Any]:
+def memlab(path: Path, analysis: str) -> dict[str, Any]:
     from heapgen.node import JS_DIR, ensure_node_tools, node_environment
 
     ensure_node_tools()
-    command = ["node", NODE_HEAP_FLAG, str(JS_DIR / "node_modules" / ".bin" / "memlab"), "analyze", "string"]
+    command = ["node", NODE_HEAP_FLAG, str(JS_DIR / "node_modules" / ".bin" / "memlab"), "analyze", analysis]
     done = run_process([*command, "--snapshot", str(path)], JS_DIR, node_environment())
     done.pop("stdout")
     return done
+
+
+EVERY_INSPECTION = ("--strings", "--dom", "--react", "--stale")  # what a load computes
+MEMLAB_ANALYSES = ("string", "detached-DOM", "unmounted-fiber-node", "collections-with-stale")
 
 
 def main() -> None:
@@ -59,13 +67,18 @@ def main() -> None:
     workdir.mkdir(parents=True, exist_ok=True)
     path = args.snapshot or v8_file(workdir, args.v8_units)
 
-    heapdb(path, "--strings")  # numba's kernel cache and the page cache warm, as for any second run
-    runs: dict[str, list[dict[str, Any]]] = {"analyze": [], "analyze --strings": [], "memlab analyze string": []}
+    heapdb(path, *EVERY_INSPECTION)  # numba's kernel cache and the page cache warm, as for any second run
+    commands: dict[str, Callable[[], dict[str, Any]]] = {
+        "analyze": partial(heapdb, path),
+        "analyze --strings": partial(heapdb, path, "--strings"),
+        "analyze " + " ".join(EVERY_INSPECTION): partial(heapdb, path, *EVERY_INSPECTION),
+        **{f"memlab analyze {name}": partial(memlab, path, name) for name in MEMLAB_ANALYSES},
+    }
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in commands}
     load_before = os.getloadavg()
     for _ in range(max(1, args.repeat)):
-        runs["analyze"].append(heapdb(path))
-        runs["analyze --strings"].append(heapdb(path, "--strings"))
-        runs["memlab analyze string"].append(memlab(path))
+        for name, command in commands.items():
+            runs[name].append(command())
     load_after = os.getloadavg()
     best = {name: fastest(figures) for name, figures in runs.items()}
 
@@ -76,8 +89,10 @@ def main() -> None:
     for name, row in best.items():
         walls = ", ".join(f"{w:.2f}" for w in row["all_wall_s"])
         print(f"| {name} | {row['wall_s']:.2f} | {walls} | {row['peak_rss_mib']:,.0f} |")
-    added = best["analyze --strings"]["wall_s"] / best["analyze"]["wall_s"] - 1
-    print(f"--strings adds {added:.1%} to analyze; {best['analyze --strings']['strings']:,} strings counted")
+    base = best["analyze"]["wall_s"]
+    for name in ("analyze --strings", "analyze " + " ".join(EVERY_INSPECTION)):
+        print(f"{name} adds {best[name]['wall_s'] / base - 1:.1%} to analyze")
+    print(f"{best['analyze --strings']['strings']:,} strings counted")
 
 
 if __name__ == "__main__":

@@ -391,6 +391,22 @@ QUESTIONS: tuple[Question, ...] = (
         lists=("rows", "largest"),
     ),
     Question(
+        "stale",
+        SNAPSHOT,
+        "Collections holding stale objects: Maps, Sets and Arrays that still reference detached DOM or unmounted "
+        "React fibers, most stale bytes first (memlab's `collections-with-stale` analysis).",
+        ask="stale",
+        params="Stale",
+        text="heapdb.loader.inspections.collections:stale_collections_text",
+        route="/stale",
+        help="Computed at load for V8 snapshots, so it answers at once; `heapdb analyze FILE --stale` lists the "
+        'same from a file (docs/analysis.md, "Collections holding stale objects").',
+        agent="Each row is one collection (`id`, pass it to `why` or `object`): `stale` of its `children` are "
+        "detached DOM or unmounted fibers (`stale_ids`, the first ten), retaining `stale_size`; `path` is what "
+        "holds the collection. Removing those entries frees them.",
+        lists=("rows",),
+    ),
+    Question(
         "gate",
         BUILDS,
         "Fail when the CANDIDATE build leaks where the BASELINE build did not: a retainer-path "

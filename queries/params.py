@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from heapdb import settings
 from heapdb.errors import ParameterError
 from heapdb.gatecheck import GateCheck
-from heapdb.loader.inspections import dom, react, strings
+from heapdb.loader.inspections import collections, dom, react, strings
 from heapdb.queries.ignoring import parse_all
 from heapdb.units import parse_threshold
 
@@ -224,6 +224,15 @@ class Dom(Params):
     stored = ("detached-dom",)
     limit: int = Field(
         20, ge=1, le=dom.KEPT, description=f"How many holder paths (a load keeps the {dom.KEPT} largest)."
+    )
+
+
+class Stale(Params):
+    limit: int = Field(
+        20,
+        ge=1,
+        le=collections.KEPT,
+        description=f"How many collections (a load keeps the {collections.KEPT} with the most stale bytes).",
     )
 
 

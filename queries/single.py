@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 from heapdb.errors import NotComputed, NotFound, ParameterError
 from heapdb.loader import formats
 from heapdb.loader.graph import SYNTHETIC_KIND
+from heapdb.loader.inspections.collections import STALE_TOTALS, StaleCollection, StaleCollections
 from heapdb.loader.inspections.common import ObjectRow
 from heapdb.loader.inspections.dom import DOM_TOTALS, DetachedDom, DetachedGroup, shows_dom
 from heapdb.loader.inspections.react import REACT_TOTALS, UnmountedComponent, UnmountedFibers
@@ -89,6 +90,17 @@ class SnapshotQuestions(Asking):
             return UnmountedFibers(source=tag, **totals, rows=components, largest=_objects(stored["largest"]))
 
         return self._inspection(ref, "react", "unmounted-components", "unmounted-components", p, answer)
+
+    def stale(self, ref: SnapshotRef, p: params.Stale = params.Stale()) -> StaleCollections:
+        """The collections holding detached DOM or unmounted fibers that the load stored, the most
+        stale bytes first, as :func:`heapdb.loader.inspections.collections.stale_collections` lists a
+        file's; :class:`NotComputed` where the load did not compute them."""
+        snapshot = self.snapshot(ref)
+        stored = snapshot.stale
+        if stored is None:
+            raise dom_not_computed(snapshot, "collections-with-stale")
+        rows = tuple(StaleCollection(**{**r, "stale_ids": tuple(r["stale_ids"])}) for r in stored["rows"])
+        return StaleCollections(source=snapshot.tag, **{f: int(stored[f]) for f in STALE_TOTALS}, rows=rows[: p.limit])
 
     def _inspection(
         self,

@@ -46,7 +46,8 @@ SNAPSHOT = links.SNAPSHOT_PAGE
 OBJECT = links.OBJECT_PAGE
 TREEMAP = links.TREEMAP_PAGE
 TOP_ROWS = 20  # top retainers on a snapshot's page
-WASTE_ROWS = 5  # rows of each inspection on a snapshot's page: string contents, detached DOM paths, components
+# Rows of each inspection on a snapshot's page: string contents, detached DOM paths, components, collections.
+WASTE_ROWS = 5
 NEIGHBOURS = 20  # references listed each way on an object's page
 RETAINS_DEPTH = 4  # levels of what an object retains, on its page
 RETAINS_LIMIT = 60  # objects of those levels in all, largest first level by level (Questions.retains' limit)
@@ -169,7 +170,7 @@ def add_pages(app: FastAPI, questions: Callable[[], Questions], token: str | Non
             strings, strings_note = ask.strings(found, params.Strings(limit=WASTE_ROWS)), None
         except NotComputed as e:  # the page still answers; the section says why it is empty
             strings, strings_note = None, str(e)
-        detached, detached_note, components, components_note = None, None, None, None
+        detached, detached_note, components, components_note, holding = None, None, None, None, None
         if shows_dom(found.format):  # other formats' pages say nothing of a DOM
             try:
                 detached = ask.dom(found, params.Dom(limit=WASTE_ROWS))
@@ -179,6 +180,10 @@ def add_pages(app: FastAPI, questions: Callable[[], Questions], token: str | Non
                 components = ask.react(found, params.React(limit=WASTE_ROWS))
             except NotComputed as e:
                 components_note = str(e)
+            try:  # shown only where some collection holds stale objects
+                holding = ask.stale(found, params.Stale(limit=WASTE_ROWS))
+            except NotComputed:
+                holding = None
         data = {
             "snapshot": found.as_dict(),
             "strings": strings,
@@ -187,6 +192,7 @@ def add_pages(app: FastAPI, questions: Callable[[], Questions], token: str | Non
             "dom_note": detached_note,
             "react": components,
             "react_note": components_note,
+            "stale": holding,
             # A pruned snapshot has no objects to rank: its page shows the types and a notice.
             "top": [] if found.summary else ask.top(found, params.Top(limit=TOP_ROWS)),
             "suspects": None if found.summary else ask.suspects(found, params.Suspects()),

@@ -20,7 +20,8 @@ from heapdb.cli import main
 from heapdb.db import Database
 from heapdb.errors import NotComputed
 from heapdb.loader import store
-from heapdb.loader.inspections import dom
+from heapdb.loader.inspections import collections, dom, react
+from heapdb.loader.paths import first_paths
 from heapdb.loader.store import Snapshot
 from heapdb.queries import params
 from heapdb.queries.questions import Questions
@@ -41,8 +42,6 @@ def page(database: Database, tmp_path_factory: pytest.TempPathFactory) -> Loaded
 
 
 def from_file(loaded: Loaded, limit: int) -> dom.DetachedDom:
-    from heapdb.loader.paths import first_paths
-
     paths = first_paths(loaded.graph, loaded.result.retaining, loaded.result.transient)
     found = dom.detached_dom(loaded.graph, loaded.result, paths, source=loaded.tag, limit=limit)
     assert found is not None
@@ -158,3 +157,19 @@ def test_the_stored_query_is_there_for_ones_own_cypher(page: Loaded) -> None:
     assert shown.exit_code == 0, shown.output
     rows = json.loads(shown.stdout)
     assert [r["path"] for r in rows] == [g.path for g in from_file(page, dom.KEPT).groups]
+
+
+def test_the_collections_holding_them_answer_as_the_file_does(database: Database, page: Loaded) -> None:
+    paths = first_paths(page.graph, page.result.retaining, page.result.transient)
+    marked = dom.detached(page.graph), react.unmounted(page.graph, page.result)
+    assert marked[0] is not None and marked[1] is not None
+    expected = collections.stale_collections(page.graph, page.result, paths, marked[0] | marked[1], source=page.tag)
+    assert Questions(database).stale(page.tag, params.Stale(limit=collections.KEPT)) == expected
+    one = Questions(database).stale(page.tag, params.Stale(limit=1))
+    assert one.rows == expected.rows[:1] and one.collections == expected.collections == 2
+    as_json = CliRunner().invoke(main, ["stale", page.tag, "--json"])
+    assert as_json.exit_code == 0 and json.loads(as_json.stdout) == to_json(expected)
+    client = TestClient(create_app(token=""))
+    assert client.get(f"/api/snapshots/{page.tag}/stale").json() == to_json(expected)
+    shown = client.get(pages.page_path(pages.SNAPSHOT, tag=page.tag))
+    assert 'id="stale-summary"' in shown.text and "closedPanels → Array" in shown.text

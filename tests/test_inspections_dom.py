@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from heapdb.cli import main
 from heapdb.loader import analysis, formats
 from heapdb.loader.graph import Detachedness, HeapGraph
-from heapdb.loader.inspections import dom
+from heapdb.loader.inspections import collections, dom, react
 from heapdb.loader.paths import first_paths
 from tests.support.chromium import (
     DETACHED_DOM_HOLDERS,
@@ -40,8 +40,14 @@ def page_snapshot(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def memlab_dom(page_snapshot: Path, node_tools: Path) -> dict:  # noqa: F811
-    answer: dict = run_memlab_nodes(page_snapshot, page_snapshot.with_name("memlab.json"))["detached-DOM"]
+def memlab_answers(page_snapshot: Path, node_tools: Path) -> dict:  # noqa: F811
+    answers: dict = run_memlab_nodes(page_snapshot, page_snapshot.with_name("memlab.json"))
+    return answers
+
+
+@pytest.fixture(scope="module")
+def memlab_dom(memlab_answers: dict) -> dict:
+    answer: dict = memlab_answers["detached-DOM"]
     return answer
 
 
@@ -214,6 +220,36 @@ def test_detachedness_is_devtools_and_memlab_differs_only_by_its_edge_filter(
         assert theirs < ours
 
 
+def memlab_view(graph: HeapGraph, found: collections.StaleCollections) -> list[tuple[int, int, int, list[int], int]]:
+    """heapdb's rows as memlab lists a collection: a Map or Set by its backing table."""
+    index_of = {int(i): n for n, i in enumerate(graph.ids.tolist())}
+    rows = []
+    for r in found.rows:
+        v = index_of[r.id]
+        if r.type in collections.HASHED:
+            (v,) = [int(graph.edge_to[e]) for e in graph.out_edges(v) if graph.edge_label(e) == collections.TABLE][:1]
+        rows.append((int(graph.ids[v]), r.children, r.stale, list(r.stale_ids), r.stale_size))
+    return sorted(rows)
+
+
+def test_the_collections_holding_detached_trees_are_memlabs(inspected, memlab_answers: dict) -> None:
+    graph, result, _ = inspected
+    stale = dom.detached(graph)
+    fibers = react.unmounted(graph, result)
+    assert stale is not None and fibers is not None
+    paths = first_paths(graph, result.retaining, result.transient)
+    found = collections.stale_collections(graph, result, paths, stale | fibers, source="page")
+    theirs = memlab_answers["collections-with-stale"]
+    assert memlab_view(graph, found) == sorted(
+        (c["id"], c["children"], c["stale"], c["staleIds"], c["staleRetainedSize"]) for c in theirs
+    )
+    by_type = {r.type: r for r in found.rows}
+    assert by_type["Array"].stale == DOM_PANELS and "closedPanels → Array" in by_type["Array"].path
+    assert by_type["Map"].stale == 1 and "rowCache → Map" in by_type["Map"].path
+    assert found.collections == 2 and found.stale == DOM_PANELS + 1
+    assert found.stale_size == sum(r.stale_size for r in found.rows)
+
+
 def test_heapdb_analyze_dom_prints_and_writes_the_same(page_snapshot: Path, inspected) -> None:
     _, _, found = inspected
     as_json = CliRunner().invoke(main, ["analyze", str(page_snapshot), "--rules", "none", "--dom", "--json"])
@@ -231,5 +267,5 @@ def test_a_format_without_dom_is_refused_before_it_is_read(tmp_path: Path) -> No
     dump = tmp_path / "empty.json"
     dump.write_text('{"objects": {}, "roots": {}}')  # a Luau dump: its first bytes say so
     result = CliRunner().invoke(main, ["analyze", str(dump), "--dom"])
-    assert result.exit_code == 2 and "--dom and --react: luau snapshots hold no DOM" in result.output
+    assert result.exit_code == 2 and "--dom, --react and --stale: luau snapshots hold no DOM" in result.output
     assert "Traceback" not in result.output

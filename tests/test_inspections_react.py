@@ -25,7 +25,7 @@ from click.testing import CliRunner
 from heapdb.cli import main
 from heapdb.loader import analysis, formats
 from heapdb.loader.graph import EdgeKind, HeapGraph
-from heapdb.loader.inspections import dom, react
+from heapdb.loader.inspections import collections, dom, react
 from heapdb.loader.paths import first_paths
 from tests.support.chromium import REACT_PANELS, write_react_snapshots
 from tests.support.v8 import run_memlab_nodes
@@ -40,11 +40,13 @@ def snapshots(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="module")
-def memlab(snapshots: dict[str, Path], node_tools: Path) -> dict[str, dict]:  # noqa: F811
-    return {
-        label: run_memlab_nodes(path, path.with_name(f"{label}.memlab.json"))["unmounted-fiber-node"]
-        for label, path in snapshots.items()
-    }
+def memlab_answers(snapshots: dict[str, Path], node_tools: Path) -> dict[str, dict]:  # noqa: F811
+    return {label: run_memlab_nodes(path, path.with_name(f"{label}.memlab.json")) for label, path in snapshots.items()}
+
+
+@pytest.fixture(scope="module")
+def memlab(memlab_answers: dict[str, dict]) -> dict[str, dict]:
+    return {label: answers["unmounted-fiber-node"] for label, answers in memlab_answers.items()}
 
 
 @pytest.fixture(scope="module")
@@ -164,3 +166,26 @@ def test_heapdb_analyze_react_prints_and_writes_the_same(snapshots: dict[str, Pa
     assert "LeakyPanel" in as_text.stdout and f"… {answer.components - 1:,} more components" in as_text.stdout
     mounted = CliRunner().invoke(main, ["analyze", str(snapshots["mounted"]), "--rules", "none", "--react"])
     assert mounted.exit_code == 0 and "none (" in mounted.stdout and "all in a mounted tree" in mounted.stdout
+
+
+def test_the_collections_holding_unmounted_fibers(inspected: dict[str, Inspected], memlab_answers) -> None:
+    graph, result, _ = inspected["unmounted"]
+    mask = react.unmounted(graph, result)
+    assert mask is not None
+    found = collections.stale_collections(graph, result, first_paths(graph, result.retaining), mask, source="app")
+    # memlab's stale children are its own unmounted fibers (every mounted one too): where a collection
+    # holds only fibers both count, its row is ours.
+    theirs = {c["id"]: c for c in memlab_answers["unmounted"]["collections-with-stale"]}
+    ours = set(graph.ids[mask].tolist())
+    compared = 0
+    for r in found.rows:
+        assert r.type == "Array" and set(r.stale_ids) <= ours
+        if r.id in theirs and set(theirs[r.id]["staleIds"]) <= ours:
+            compared += 1
+            assert (r.children, r.stale, list(r.stale_ids)) == (
+                theirs[r.id]["children"],
+                theirs[r.id]["stale"],
+                theirs[r.id]["staleIds"],
+            )
+    assert compared >= 1
+    assert any("deletions → Array" in r.path for r in found.rows)  # React's pending deletions hold the clean panel

@@ -60,6 +60,7 @@ TOOLS = {
     "strings",
     "dom",
     "react",
+    "stale",
     "gate",
     "signatures",
     "signature",

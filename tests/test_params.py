@@ -43,6 +43,7 @@ FRONT_ENDS = {
     params.Strings: ("strings", "/api/snapshots/{tag}/strings"),
     params.Dom: ("dom", "/api/snapshots/{tag}/dom"),
     params.React: ("react", "/api/snapshots/{tag}/react"),
+    params.Stale: ("stale", "/api/snapshots/{tag}/stale"),
 }
 
 # Passed on under the same name but in another unit: the question's share is the query's percentage.

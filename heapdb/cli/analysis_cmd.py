@@ -23,7 +23,7 @@ from heapdb.errors import HeapdbError, RuleError
 from heapdb.loader import analysis, formats, views
 from heapdb.loader.analysis import Semantics
 from heapdb.loader.graph import HeapGraph
-from heapdb.loader.inspections import dom, react, strings
+from heapdb.loader.inspections import collections, dom, react, strings
 from heapdb.loader.report import AnalysisReport, analysis_report
 from heapdb.loader.rules import CompiledRules, RulesSummary, compile_rules, rules_summary
 from heapdb.loader.rules.defaults import default_rules
@@ -185,6 +185,13 @@ def print_rules(summary: RulesSummary) -> None:
     help="Also list the React components unmounted but still alive (V8 snapshots of a page), by component, "
     "with what holds each (memlab's `unmounted-fiber-node` analysis); --top components.",
 )
+@click.option(
+    "--stale",
+    "stale",
+    is_flag=True,
+    help="Also list the Maps, Sets and Arrays that still reference detached DOM or unmounted React fibers "
+    "(memlab's `collections-with-stale` analysis); --top collections.",
+)
 def analyze(
     file: str,
     top: int,
@@ -201,6 +208,7 @@ def analyze(
     dup_strings: bool,
     detached_dom: bool,
     unmounted: bool,
+    stale: bool,
 ) -> None:
     """Dominators, retained sizes and root distances of a snapshot FILE (any format), without Neo4j.
 
@@ -209,15 +217,15 @@ def analyze(
     own objects to the program's, as a load's `top` does); --rules FILE puts a team's rule file
     before them; --rules NAME reads a rule set stored with `heapdb rules add` from the database
     (the only case that needs Neo4j). --rules none gives the plain, engine-level analysis.
-    --lifelines, --heapdomstats, --strings, --dom and --react add views of the same analysis (under the
-    rules and --root too).
+    --lifelines, --heapdomstats, --strings, --dom, --react and --stale add views of the same analysis
+    (under the rules and --root too).
     """
     refuse_groups_without_rules(rules, disabled)
     if name_contains and lifelines_type is None:
         raise click.UsageError("--name needs --lifelines")
     # The rules are read and checked first: a bad rule file fails before a long read of the snapshot.
     choice = choose_rules(rules, disabled_groups=disabled, connect=_connect_for(rules))
-    _refuse_inspections_of(file, dup_strings, detached_dom or unmounted)  # before a long read
+    _refuse_inspections_of(file, dup_strings, detached_dom or unmounted or stale)  # before a long read
     _, graph = read_with_progress(file)
     rule_set, runtime = (None, None) if choice is None else choice.for_graph(graph)
     compiled = None if rule_set is None else compile_rules(rule_set, graph)
@@ -260,8 +268,8 @@ def analyze(
     duplicates = None
     if dup_strings:
         duplicates = strings.duplicate_strings(graph, result, source=file, limit=top)
-    detached, components = None, None
-    if detached_dom or unmounted:
+    detached, components, holding = None, None, None
+    if detached_dom or unmounted or stale:
         from heapdb.loader.paths import first_paths
 
         paths = first_paths(graph, result.retaining, result.transient)
@@ -269,6 +277,10 @@ def analyze(
             detached = dom.detached_dom(graph, result, paths, source=file, limit=top)
         if unmounted:
             components = react.unmounted_fibers(graph, result, paths, source=file, limit=top)
+        if stale:
+            marked = dom.detached(graph), react.unmounted(graph, result)
+            assert marked[0] is not None and marked[1] is not None  # the format was checked above
+            holding = collections.stale_collections(graph, result, paths, marked[0] | marked[1], source=file, limit=top)
     if as_json:
         data = report.as_dict()
         if summary is not None:
@@ -285,6 +297,8 @@ def analyze(
             data["dom"] = asdict(detached)
         if components is not None:
             data["react"] = asdict(components)
+        if holding is not None:
+            data["stale"] = asdict(holding)
         click.echo(json.dumps(data, indent=2))
     else:
         if root_id is not None:
@@ -298,6 +312,7 @@ def analyze(
             None if duplicates is None else strings.duplicate_strings_text(duplicates),
             None if detached is None else dom.detached_dom_text(detached),
             None if components is None else react.unmounted_fibers_text(components),
+            None if holding is None else collections.stale_collections_text(holding),
         ):
             if text is not None:
                 click.echo("")
@@ -312,7 +327,7 @@ def _refuse_inspections_of(file: str, dup_strings: bool, of_dom: bool) -> None:
     if dup_strings and found.strings is None:
         raise click.UsageError(f"--strings: heapdb does not read the strings of {found.name} snapshots")
     if of_dom and not found.dom:
-        raise click.UsageError(f"--dom and --react: {found.name} snapshots hold no DOM")
+        raise click.UsageError(f"--dom, --react and --stale: {found.name} snapshots hold no DOM")
 
 
 def _connect_for(name: str | None) -> Callable[[], Database]:

@@ -10,6 +10,8 @@ returns a frozen result of arrays (no Python object per heap object):
   ``detached-DOM`` analysis, DevTools' detached elements).
 - :mod:`.react`: React components unmounted but alive, by component (memlab's
   ``unmounted-fiber-node`` analysis);
+- :mod:`.collections`: Maps, Sets and Arrays still referencing detached DOM or unmounted fibers
+  (memlab's ``collections-with-stale`` analysis);
 - :mod:`.common`: what they share (the largest objects of a set, a reference by name).
 
 Which objects an inspection looks at is a trait of the snapshot's format

@@ -88,6 +88,10 @@ class Snapshot:
     # "retained_size", "mounted", "components", "largest"} (JSON text, as dom; the components are
     # :FiberGroup nodes). None: not computed (docs/analysis.md, "Unmounted React components").
     react: dict[str, Any] | None = field(default=None, hash=False)
+    # Where the format has a DOM: the collections holding detached DOM or unmounted fibers,
+    # {"collections", "stale", "stale_size", "rows"}, the rows as StaleCollection's fields (JSON
+    # text). None: not computed (docs/analysis.md, "Collections holding stale objects").
+    stale: dict[str, Any] | None = field(default=None, hash=False)
     meta: dict[str, Any] = field(default_factory=dict, hash=False)  # a dict cannot be hashed; the rest can
 
     @classmethod
@@ -96,7 +100,7 @@ class Snapshot:
         known = {f.name for f in fields(cls)}
         values = {k: v for k, v in props.items() if k in known and v is not None}
         meta = values.get("meta")
-        for inspection in ("strings", "dom", "react"):
+        for inspection in ("strings", "dom", "react", "stale"):
             if isinstance(values.get(inspection), str):
                 values[inspection] = json.loads(values[inspection])
         if isinstance(meta, str):

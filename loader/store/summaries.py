@@ -20,9 +20,10 @@ import numpy as np
 from heapdb.loader.analysis import Analysis, LookThrough, outermost_members
 from heapdb.loader.analysis.ranking import largest_first
 from heapdb.loader.graph import EDGE_KIND_NAMES, NUMERIC_NAME_KINDS, HeapGraph
+from heapdb.loader.inspections.collections import STALE_TOTALS, StaleCollections, stale_collections
 from heapdb.loader.inspections.common import ObjectRow
-from heapdb.loader.inspections.dom import DOM_TOTALS, DetachedDom, detached_dom
-from heapdb.loader.inspections.react import REACT_TOTALS, UnmountedFibers, unmounted_fibers
+from heapdb.loader.inspections.dom import DOM_TOTALS, DetachedDom, detached, detached_dom
+from heapdb.loader.inspections.react import REACT_TOTALS, UnmountedFibers, unmounted, unmounted_fibers
 from heapdb.loader.inspections.strings import STRING_TOTALS, DuplicateStrings, stored_strings
 from heapdb.loader.paths import FirstPaths, first_paths, path_hops
 from heapdb.loader.rules.summary import bucket_totals
@@ -100,6 +101,9 @@ class LoadInput:
     # The unmounted React components a load stores (heapdb.loader.inspections.react.unmounted_fibers);
     # None where the format has no DOM.
     react: UnmountedFibers | None = None
+    # The collections holding detached DOM or unmounted fibers
+    # (heapdb.loader.inspections.collections.stale_collections); None where the format has no DOM.
+    stale: StaleCollections | None = None
 
     @classmethod
     def from_analysis(
@@ -140,6 +144,7 @@ class LoadInput:
             strings=stored_strings(graph, result),
             dom=detached_dom(graph, result, paths, source=""),
             react=unmounted_fibers(graph, result, paths, source=""),
+            stale=_stale(graph, result, paths),
         )
 
     def dropped_references(self) -> DroppedReferences | None:
@@ -275,13 +280,17 @@ class LoadInput:
         ]
 
     def inspections_property(self) -> dict[str, str]:
-        """The ``:Snapshot`` properties ``dom`` and ``react``: JSON text of each inspection's totals
-        and its largest objects (its groups are nodes, :meth:`group_rows`); nothing where the format
+        """The ``:Snapshot`` properties ``dom``, ``react`` and ``stale``: JSON text of each
+        inspection's totals and its largest objects (the groups of the first two are nodes,
+        :meth:`group_rows`; the few rows of the third are kept whole here); nothing where the format
         has no DOM."""
         found: dict[str, str] = {}
         for name, answer, totals in (("dom", self.dom, DOM_TOTALS), ("react", self.react, REACT_TOTALS)):
             if answer is not None:
                 found[name] = json.dumps({**{f: getattr(answer, f) for f in totals}, "largest": _rows(answer.largest)})
+        if self.stale is not None:
+            rows = [asdict(r) for r in self.stale.rows]
+            found["stale"] = json.dumps({**{f: getattr(self.stale, f) for f in STALE_TOTALS}, "rows": rows})
         return found
 
     def detached_groups(self) -> list[list[Any]]:
@@ -407,6 +416,14 @@ def _first_in_groups(order: np.ndarray, key: np.ndarray, depth: int) -> tuple[np
     starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if keys.size else np.zeros(0, dtype=np.int64)
     place = np.arange(keys.size) - np.repeat(starts, np.diff(np.r_[starts, keys.size]))
     return grouped, place
+
+
+def _stale(graph: HeapGraph, result: Analysis, paths: FirstPaths) -> StaleCollections | None:
+    """The collections holding detached DOM or unmounted fibers; None where the format has no DOM."""
+    dom, fibers = detached(graph), unmounted(graph, result)
+    if dom is None or fibers is None:
+        return None
+    return stale_collections(graph, result, paths, dom | fibers, source="")
 
 
 def _rows(objects: tuple[ObjectRow, ...]) -> list[list[Any]]:

@@ -260,7 +260,7 @@ def snapshot_properties(
         # Where computed: the duplicate strings' totals (JSON text); the rows are :StringGroup nodes.
         **data.strings_property(),
         # Where the format has a DOM: the detached DOM's and the unmounted components' totals and
-        # largest objects (JSON text).
+        # largest objects, and the collections holding either (JSON text).
         **data.inspections_property(),
         **(analysed_with or {}),
     }

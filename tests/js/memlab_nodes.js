@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // memlab's analyses that list objects of one kind, as an oracle for heapdb's inspections:
-// `memlab analyze detached-DOM` and `memlab analyze unmounted-fiber-node`.
+// `memlab analyze detached-DOM`, `memlab analyze unmounted-fiber-node` and
+// `memlab analyze collections-with-stale`.
 //
 // Usage: node memlab_nodes.js <snapshot.heapsnapshot> <out-file.json>
 //
@@ -12,6 +13,9 @@
 //   memlab                  memlab's version
 //   detached-DOM            {listed, all} for utils.isDetachedDOMNode
 //   unmounted-fiber-node    {listed, all} for utils.isDetachedFiberNode
+//   collections-with-stale  every collection the analysis finds holding stale objects (its own
+//                           getCollectionsWithStaleValues, before it sorts and cuts the list to 20):
+//                           [{id, name, children, stale, staleIds, staleRetainedSize}]
 //
 // where listed is the analysis' own list and all every node the predicate accepts, each as
 // {id, name, selfSize, retainedSize}. memlab's progress output goes to stderr.
@@ -19,7 +23,7 @@
 'use strict';
 
 const fs = require('fs');
-const { PluginUtils, getFullHeapFromFile } = require('@memlab/heap-analysis');
+const { CollectionsHoldingStaleAnalysis, PluginUtils, getFullHeapFromFile } = require('@memlab/heap-analysis');
 const { utils } = require('@memlab/core');
 
 const ANALYSES = {
@@ -46,6 +50,16 @@ async function main(argv) {
     });
     result[name] = { listed, all };
   }
+  result['collections-with-stale'] = new CollectionsHoldingStaleAnalysis()
+    .getCollectionsWithStaleValues(heap)
+    .map((stat) => ({
+      id: stat.collection.id,
+      name: stat.collection.name,
+      children: stat.childrenSize,
+      stale: stat.staleChildren.length,
+      staleIds: stat.staleChildren.map((node) => node.id),
+      staleRetainedSize: stat.staleRetainedSize,
+    }));
   console.log = log;
   fs.writeFileSync(outPath, JSON.stringify(result));
 }
