@@ -93,6 +93,46 @@ def main() -> None:
     for name in ("analyze --strings", "analyze " + " ".join(EVERY_INSPECTION)):
         print(f"{name} adds {best[name]['wall_s'] / base - 1:.1%} to analyze")
     print(f"{best['analyze --strings']['strings']:,} strings counted")
+    print("in process, what a load adds before it writes (seconds, the fastest of --repeat):")
+    for name, seconds in in_process(path, args.repeat).items():
+        print(f"  {name}: {seconds:.2f}")
+
+
+def in_process(path: Path, repeat: int) -> dict[str, float]:
+    """Each inspection a load computes (``LoadInput.from_analysis``), timed in this process on the
+    same file and analysis: what they add to a load's time to first answer."""
+    import time
+
+    from heapdb.loader import analysis, formats
+    from heapdb.loader.inspections import collections, dom, react, strings
+    from heapdb.loader.paths import first_paths
+
+    graph = formats.read_graph(path)
+    result = analysis.analyze(graph)
+    paths = first_paths(graph, result.retaining, result.transient)
+
+    def stale() -> object:
+        marked = dom.detached(graph), react.unmounted(graph, result)
+        assert marked[0] is not None and marked[1] is not None
+        return collections.stale_collections(graph, result, paths, marked[0] | marked[1], source="")
+
+    steps: dict[str, Callable[[], object]] = {
+        "first paths (a load computes them anyway)": lambda: first_paths(graph, result.retaining, result.transient),
+        "duplicate strings": lambda: strings.stored_strings(graph, result),
+        "detached DOM": lambda: dom.detached_dom(graph, result, paths, source=""),
+        "unmounted React components": lambda: react.unmounted_fibers(graph, result, paths, source=""),
+        "collections holding stale objects": stale,
+    }
+    timings: dict[str, float] = {}
+    for name, step in steps.items():
+        step()  # numba's compiled kernels load once
+        runs = []
+        for _ in range(max(1, repeat)):
+            started = time.perf_counter()
+            step()
+            runs.append(time.perf_counter() - started)
+        timings[name] = min(runs)
+    return timings
 
 
 if __name__ == "__main__":

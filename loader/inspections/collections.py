@@ -74,6 +74,8 @@ def stale_collections(
     with the most stale bytes (then the most stale children, then the lowest id) and the totals."""
     from heapdb.loader.paths import path_hops
 
+    if not stale.any():
+        return StaleCollections(source, 0, 0, 0, ())
     at = string_indexes(graph, (*HASHED, *LISTS, TABLE))
     hashed = np.zeros(len(graph.strings), dtype=np.bool_)
     listed = np.zeros(len(graph.strings), dtype=np.bool_)

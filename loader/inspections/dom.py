@@ -107,6 +107,8 @@ def detached_dom(
     from heapdb.loader.analysis import outermost_members, spread_down
     from heapdb.loader.paths import path_hops
 
+    if not mask.any():  # nothing to group: the dominator-tree passes below are skipped
+        return DetachedDom(source, 0, 0, 0, 0, 0, (), ())
     idom = result.idom
     roots = np.flatnonzero(outermost_members(idom, result.root, np.zeros(graph.node_count, dtype=np.int64), mask, 1))
     seed = np.full(graph.node_count, -1, dtype=np.int32)

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from heapdb.loader.graph import EdgeKind, HeapGraph
+from heapdb.loader.graph import SYNTHETIC_KIND, EdgeKind, HeapGraph
 from heapdb.loader.inspections.common import LARGEST, ObjectRow, first_targets, largest, string_indexes, tail
 from heapdb.loader.inspections.dom import DETACHED_PREFIX, detached, shows_dom
 from heapdb.units import human_bytes, short_name
@@ -93,6 +93,8 @@ def unmounted(graph: HeapGraph, result: Analysis) -> np.ndarray | None:
 
     fiber = fibers(graph)
     sources = np.flatnonzero(fiber)
+    if not sources.size:  # most snapshots: no React at all
+        return fiber
     at = string_indexes(graph, ("return", "stateNode"))
     properties = graph.edge_kind == EdgeKind.PROPERTY
     parent = first_targets(graph, sources, at["return"], properties)
@@ -105,12 +107,18 @@ def unmounted(graph: HeapGraph, result: Analysis) -> np.ndarray | None:
     idom = result.idom
     held = idom >= 0
     holder = np.where(held, idom, 0)
-    dom_names = np.array([_is_dom_name(s) for s in graph.strings], dtype=np.bool_)
-    native = np.array([k == "native" for k in graph.node_kinds], dtype=np.bool_)[graph.kind]
-    attached_dom = native & dom_names[graph.name] & ~dom
+    # Only the fibers' holders' names are matched against memlab's DOM names, each name once.
+    names = np.unique(graph.name[holder[sources]])
+    dom_names = np.zeros(len(graph.strings), dtype=np.bool_)
+    dom_names[names] = [_is_dom_name(graph.strings[i]) for i in names.tolist()]
+    native = np.array([k == "native" for k in graph.node_kinds], dtype=np.bool_)
+    holders = holder[sources]
+    attached_dom = native[graph.kind[holders]] & dom_names[graph.name[holders]] & ~dom[holders]
     # memlab exempts only the root (id 1); a mounted tree hangs below a root group ((GC roots)), so
     # any synthetic holder is exempt here (docs/analysis.md, "Unmounted React components").
-    foreign = held & ~graph.synthetic_nodes()[holder] & ~fiber[holder] & ~attached_dom[holder]
+    synthetic = np.array([k == SYNTHETIC_KIND for k in graph.node_kinds], dtype=np.bool_)[graph.kind[holders]]
+    foreign = np.zeros(graph.node_count, dtype=np.bool_)
+    foreign[sources] = held[sources] & ~synthetic & ~fiber[holders] & ~attached_dom
     mask: np.ndarray = cut_off | (fiber & foreign)
     return mask
 
@@ -151,6 +159,10 @@ def unmounted_fibers(
     from heapdb.loader.paths import path_hops
 
     nodes = np.flatnonzero(mask)
+    fiber = fibers(graph)
+    if not nodes.size:  # nothing to group: the dominator-tree passes below are skipped
+        mounted = int(np.count_nonzero(fiber))
+        return UnmountedFibers(source, 0, 0, 0, mounted, 0, (), ())
     names = components(graph, nodes)
     distinct = sorted(set(names))
     number = np.zeros(graph.node_count, dtype=np.int64)
@@ -176,7 +188,6 @@ def unmounted_fibers(
             )
         )
     rows.sort(key=lambda r: (-r.retained_size, -r.fibers, r.component))
-    fiber = fibers(graph)
     return UnmountedFibers(
         source=source,
         fibers=int(nodes.size),
