@@ -112,9 +112,9 @@ def in_process(path: Path, repeat: int) -> dict[str, float]:
     paths = first_paths(graph, result.retaining, result.transient)
 
     def stale() -> object:
-        marked = dom.detached(graph), react.unmounted(graph, result)
-        assert marked[0] is not None and marked[1] is not None
-        return collections.stale_collections(graph, result, paths, marked[0] | marked[1], source="")
+        marked = collections.stale_objects(graph, result)
+        assert marked is not None
+        return collections.stale_collections(graph, result, paths, marked, source="")
 
     steps: dict[str, Callable[[], object]] = {
         "first paths (a load computes them anyway)": lambda: first_paths(graph, result.retaining, result.transient),

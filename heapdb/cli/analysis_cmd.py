@@ -254,51 +254,50 @@ def analyze(
             default_groups=_default_groups_on(compiled, runtime),
             looked_through=through,
         )
-    lifelines = None
+    # The views asked for, each with its JSON key and text renderer, in the order they print.
+    extras: list[tuple[str, Any, Callable[[Any], str]]] = []
     if lifelines_type is not None:
         rows = views.lifeline_rows(graph, result, lifelines_type, name_contains)
-        lifelines = views.lifelines(
-            rows, source=file, type_name=lifelines_type, name_contains=name_contains, limit=limit
-        )
-    floating = None
+        tree = views.lifelines(rows, source=file, type_name=lifelines_type, name_contains=name_contains, limit=limit)
+        extras.append(("lifelines", tree, views.lifelines_text))
     if domstats:
         floating = views.heapdomstats(
             views.heapdomstats_rows(graph, result), source=file, reachable_size=result.reachable_size, limit=top
         )
-    duplicates = None
+        extras.append(("heapdomstats", floating, views.heapdomstats_text))
     if dup_strings:
-        duplicates = strings.duplicate_strings(graph, result, source=file, limit=top)
-    detached, components, holding = None, None, None
+        extras.append(
+            (
+                "strings",
+                strings.duplicate_strings(graph, result, source=file, limit=top),
+                strings.duplicate_strings_text,
+            )
+        )
     if detached_dom or unmounted or stale:
         from heapdb.loader.paths import first_paths
 
         paths = first_paths(graph, result.retaining, result.transient)
         if detached_dom:
-            detached = dom.detached_dom(graph, result, paths, source=file, limit=top)
+            extras.append(
+                ("dom", dom.detached_dom(graph, result, paths, source=file, limit=top), dom.detached_dom_text)
+            )
         if unmounted:
-            components = react.unmounted_fibers(graph, result, paths, source=file, limit=top)
+            fibers = react.unmounted_fibers(graph, result, paths, source=file, limit=top)
+            extras.append(("react", fibers, react.unmounted_fibers_text))
         if stale:
-            marked = dom.detached(graph), react.unmounted(graph, result)
-            assert marked[0] is not None and marked[1] is not None  # the format was checked above
-            holding = collections.stale_collections(graph, result, paths, marked[0] | marked[1], source=file, limit=top)
+            marked = collections.stale_objects(graph, result)
+            assert marked is not None  # the format was checked before the read
+            holding = collections.stale_collections(graph, result, paths, marked, source=file, limit=top)
+            extras.append(("stale", holding, collections.stale_collections_text))
     if as_json:
         data = report.as_dict()
         if summary is not None:
             data["rules"] = summary.as_dict()
         if root_id is not None:
             data["scoped_to"] = root_id
-        if lifelines is not None:
-            data["lifelines"] = asdict(lifelines)
-        if floating is not None:
-            data["heapdomstats"] = asdict(floating)
-        if duplicates is not None:
-            data["strings"] = asdict(duplicates)
-        if detached is not None:
-            data["dom"] = asdict(detached)
-        if components is not None:
-            data["react"] = asdict(components)
-        if holding is not None:
-            data["stale"] = asdict(holding)
+        for key, answer, _ in extras:
+            if answer is not None:
+                data[key] = asdict(answer)
         click.echo(json.dumps(data, indent=2))
     else:
         if root_id is not None:
@@ -306,17 +305,10 @@ def analyze(
         print_report(report)
         if summary is not None:
             print_rules(summary)
-        for text in (
-            None if lifelines is None else views.lifelines_text(lifelines),
-            None if floating is None else views.heapdomstats_text(floating),
-            None if duplicates is None else strings.duplicate_strings_text(duplicates),
-            None if detached is None else dom.detached_dom_text(detached),
-            None if components is None else react.unmounted_fibers_text(components),
-            None if holding is None else collections.stale_collections_text(holding),
-        ):
-            if text is not None:
+        for _, answer, render in extras:
+            if answer is not None:
                 click.echo("")
-                click.echo(text)
+                click.echo(render(answer))
 
 
 def _refuse_inspections_of(file: str, dup_strings: bool, of_dom: bool) -> None:

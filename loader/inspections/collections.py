@@ -61,6 +61,16 @@ class StaleCollections:
 STALE_TOTALS = ("collections", "stale", "stale_size")
 
 
+def stale_objects(graph: HeapGraph, result: Analysis) -> np.ndarray | None:
+    """bool[n]: what a collection should no longer hold, detached DOM and unmounted fibers; None
+    where the format has no DOM."""
+    from heapdb.loader.inspections.dom import detached
+    from heapdb.loader.inspections.react import unmounted
+
+    dom, fibers = detached(graph), unmounted(graph, result)
+    return None if dom is None or fibers is None else dom | fibers
+
+
 def stale_collections(
     graph: HeapGraph,
     result: Analysis,

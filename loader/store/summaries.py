@@ -20,10 +20,10 @@ import numpy as np
 from heapdb.loader.analysis import Analysis, LookThrough, outermost_members
 from heapdb.loader.analysis.ranking import largest_first
 from heapdb.loader.graph import EDGE_KIND_NAMES, NUMERIC_NAME_KINDS, HeapGraph
-from heapdb.loader.inspections.collections import STALE_TOTALS, StaleCollections, stale_collections
+from heapdb.loader.inspections.collections import STALE_TOTALS, StaleCollections, stale_collections, stale_objects
 from heapdb.loader.inspections.common import ObjectRow
-from heapdb.loader.inspections.dom import DOM_TOTALS, DetachedDom, detached, detached_dom
-from heapdb.loader.inspections.react import REACT_TOTALS, UnmountedFibers, unmounted, unmounted_fibers
+from heapdb.loader.inspections.dom import DOM_TOTALS, DetachedDom, detached_dom
+from heapdb.loader.inspections.react import REACT_TOTALS, UnmountedFibers, unmounted_fibers
 from heapdb.loader.inspections.strings import STRING_TOTALS, DuplicateStrings, stored_strings
 from heapdb.loader.paths import FirstPaths, first_paths, path_hops
 from heapdb.loader.rules.summary import bucket_totals
@@ -420,10 +420,8 @@ def _first_in_groups(order: np.ndarray, key: np.ndarray, depth: int) -> tuple[np
 
 def _stale(graph: HeapGraph, result: Analysis, paths: FirstPaths) -> StaleCollections | None:
     """The collections holding detached DOM or unmounted fibers; None where the format has no DOM."""
-    dom, fibers = detached(graph), unmounted(graph, result)
-    if dom is None or fibers is None:
-        return None
-    return stale_collections(graph, result, paths, dom | fibers, source="")
+    stale = stale_objects(graph, result)
+    return None if stale is None else stale_collections(graph, result, paths, stale, source="")
 
 
 def _rows(objects: tuple[ObjectRow, ...]) -> list[list[Any]]:
