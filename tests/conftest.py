@@ -5,6 +5,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.support import schedule, tiers
+from tests.support.browser_fixtures import dom_page_loaded, dom_page_snapshot, react_loaded, react_snapshots  # noqa: F401
 from tests.support.neo4j_fixtures import (  # noqa: F401
     database,
     isolated_heapdb_home,

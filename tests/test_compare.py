@@ -27,23 +27,17 @@ from heapdb.queries import params
 from heapdb.queries.questions import Questions
 from heapdb.queries.results import Diff, Leaks, ObjectDiff, ObjectRef
 from heapdb.service.app import create_app
-from tests.support.snapshots import LUAU_FIXTURES
+from tests.support.snapshots import LUAU_FIXTURES, Loaded
 
 
 @pytest.fixture(scope="module")
-def loaded(database: Database, leak_snapshots: dict[str, Path]):
-    """The three snapshots loaded under unique tags, and their in-process graphs and analyses."""
-    run = uuid.uuid4().hex[:8]
-    tags, local = {}, {}
-    for label in ("baseline", "target", "final"):
-        tags[label] = f"test-compare-{label}-{run}"
-        # The engine-level answers these tests compute in process: no rules, not even the defaults
-        # (tests/test_leaks_rules.py covers leaks under them).
-        result = CliRunner().invoke(main, ["load", str(leak_snapshots[label]), "--tag", tags[label], "--rules", "none"])
-        assert result.exit_code == 0, result.output
-        graph = formats.read_graph(leak_snapshots[label])
-        local[label] = (graph, analysis.analyze(graph))
-    yield tags, local
+def loaded(leak_series_loaded: dict[str, Loaded]):
+    """The three snapshots as loaded for every module that reads them (no rules, not even the
+    defaults: these are the engine-level answers the tests compute in process;
+    tests/test_leaks_rules.py covers leaks under rules), by tag and by their in-process analyses."""
+    tags = {label: loaded.tag for label, loaded in leak_series_loaded.items()}
+    local = {label: (loaded.graph, loaded.result) for label, loaded in leak_series_loaded.items()}
+    return tags, local
 
 
 LUAU = LUAU_FIXTURES

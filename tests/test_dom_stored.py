@@ -3,14 +3,13 @@
 A load stores what :func:`heapdb.loader.inspections.dom.detached_dom` computes from a real Chromium
 page's snapshot (heapgen.chromium's ``DETACHED_DOM_PAGE``); every limit the question takes must
 then answer what the file gives. A Node snapshot has no detached DOM and says so; a format without
-a DOM says that; a snapshot stored before the inspection existed says to reanalyse it, and
-reanalysing it brings the answer back.
+a DOM says that. (A snapshot stored before the inspection existed, and its reanalysis: in
+tests/test_react_stored.py, for the three inspections of a page at once.)
 """
 
 from __future__ import annotations
 
 import json
-import uuid
 
 import pytest
 from click.testing import CliRunner
@@ -18,8 +17,6 @@ from fastapi.testclient import TestClient
 
 from heapdb.cli import main
 from heapdb.db import Database
-from heapdb.errors import NotComputed
-from heapdb.loader import store
 from heapdb.loader.inspections import collections, dom, react
 from heapdb.loader.paths import first_paths
 from heapdb.loader.store import Snapshot
@@ -29,16 +26,15 @@ from heapdb.queries.single import dom_not_computed
 from heapdb.service import pages
 from heapdb.service.app import create_app
 from heapdb.service.links import to_json
-from tests.support.chromium import DETACHED_DOM_HOLDERS, ChromiumPage, write_detached_dom_snapshot
+from tests.support.chromium import DETACHED_DOM_HOLDERS, ChromiumPage
 from tests.support.pages import SCREENSHOTS
 from tests.support.serving import served
-from tests.support.snapshots import Loaded, load_snapshot
+from tests.support.snapshots import Loaded
 
 
 @pytest.fixture(scope="module")
-def page(database: Database, tmp_path_factory: pytest.TempPathFactory) -> Loaded:
-    path = write_detached_dom_snapshot(tmp_path_factory.mktemp("detached-dom-stored"))
-    return load_snapshot(database, path, "dom")
+def page(dom_page_loaded: Loaded) -> Loaded:
+    return dom_page_loaded
 
 
 def from_file(loaded: Loaded, limit: int) -> dom.DetachedDom:
@@ -111,40 +107,6 @@ def test_a_node_snapshot_answers_as_its_file_does(database: Database, leak_loade
     assert not any(o.type.startswith("Detached <") for o in answer.largest)  # no element of a page
     shown = TestClient(create_app(token="")).get(pages.page_path(pages.SNAPSHOT, tag=leak_loaded.tag))
     assert shown.status_code == 200 and 'id="dom-summary"' in shown.text
-
-
-def test_a_snapshot_stored_before_says_to_reanalyse_and_reanalysing_answers(database: Database, page: Loaded) -> None:
-    tag = f"test-dom-old-{uuid.uuid4().hex[:8]}"
-    # The same snapshot as a load before the inspection existed stored it: loaded again, its
-    # property and groups removed.
-    store.load(database, store.LoadInput.from_analysis(page.graph, page.result), tag)
-    database.write(
-        "MATCH (s:Snapshot {tag: $tag}) REMOVE s.dom WITH s MATCH (g:DetachedGroup {sid: s.sid}) DELETE g",
-        {"tag": tag},
-    )
-    with pytest.raises(NotComputed, match=f"heapdb reanalyze {tag}"):
-        Questions(database).dom(tag)
-    result = CliRunner().invoke(main, ["dom", tag])
-    assert result.exit_code == 1 and "not computed" in result.output and "Traceback" not in result.output
-    client = TestClient(create_app(token=""))
-    rest = client.get(f"/api/snapshots/{tag}/dom")
-    assert rest.status_code == 409 and "not computed" in rest.json()["error"]
-    shown = client.get(pages.page_path(pages.SNAPSHOT, tag=tag))  # the page still answers, and says why
-    assert shown.status_code == 200 and "Detached DOM: the detached-DOM inspection was not computed" in shown.text
-    done = CliRunner().invoke(main, ["reanalyze", tag, "--rules", "none"])
-    assert done.exit_code == 0, done.output
-    again = Questions(database).dom(tag)
-    expected = from_file(page, dom.KEPT)
-    # What the store keeps of a detached tree is all the inspection needs, except which objects are
-    # attached (the store marks only detached ones), and the order of references, which picks one
-    # first path among equally short ones: the paths end alike.
-    assert again.objects == expected.objects and again.retained_size == expected.retained_size
-
-    def held(answer: dom.DetachedDom) -> list[tuple[list[str], int, int]]:
-        return [(g.path.split(" / ")[-2:], g.trees, g.objects) for g in answer.groups]
-
-    assert held(again) == held(expected)
-    assert again.largest == expected.largest
 
 
 def test_a_format_without_dom_says_so() -> None:

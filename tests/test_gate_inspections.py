@@ -5,7 +5,6 @@ detached DOM, a Luau dump without a DOM)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -16,7 +15,7 @@ from heapdb.loader.inspections.dom import DetachedDom, DetachedGroup
 from heapdb.loader.inspections.react import UnmountedComponent, UnmountedFibers
 from heapdb.loader.inspections.strings import DuplicateString, DuplicateStrings
 from heapdb.queries.gate_inspections import findings
-from tests.support.chromium import REACT_PANELS, write_detached_dom_snapshot, write_react_snapshots
+from tests.support.chromium import REACT_PANELS
 from tests.support.snapshots import LUAU_FIXTURES, Loaded, load_snapshot
 
 KIB = 1024
@@ -115,11 +114,11 @@ def test_a_new_unmounted_component_fails_whatever_its_bytes() -> None:
 
 
 @pytest.fixture(scope="module")
-def builds(database: Database, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Loaded]:
-    react_paths = write_react_snapshots(tmp_path_factory.mktemp("gate-react"))
-    page = write_detached_dom_snapshot(tmp_path_factory.mktemp("gate-dom"))
-    files: dict[str, Path] = {**react_paths, "page": page, "luau": LUAU_FIXTURES / "luau-3-final.json"}
-    return {label: load_snapshot(database, path, f"gate-{label}") for label, path in files.items()}
+def builds(database: Database, react_loaded: dict[str, Loaded], dom_page_loaded: Loaded) -> dict[str, Loaded]:
+    """The React app and the page as loaded for every module that reads them, and a Luau build
+    (the gate records nothing here: ``--no-record``)."""
+    luau = load_snapshot(database, LUAU_FIXTURES / "luau-3-final.json", "gate-luau")
+    return {**react_loaded, "page": dom_page_loaded, "luau": luau}
 
 
 def gate(baseline: str, candidate: str, *args: str) -> tuple[int, dict]:

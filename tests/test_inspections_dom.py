@@ -28,20 +28,14 @@ from tests.support.chromium import (
     DOM_DIALOG_ITEMS,
     DOM_PANEL_ITEMS,
     DOM_PANELS,
-    write_detached_dom_snapshot,
 )
 from tests.support.v8 import run_memlab_nodes
 from tests.support.v8_fixtures import leak_snapshots, memlab_oracle, node_tools  # noqa: F401
 
 
 @pytest.fixture(scope="module")
-def page_snapshot(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_detached_dom_snapshot(tmp_path_factory.mktemp("detached-dom"))
-
-
-@pytest.fixture(scope="module")
-def memlab_answers(page_snapshot: Path, node_tools: Path) -> dict:  # noqa: F811
-    answers: dict = run_memlab_nodes(page_snapshot, page_snapshot.with_name("memlab.json"))
+def memlab_answers(dom_page_snapshot: Path, node_tools: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:  # noqa: F811
+    answers: dict = run_memlab_nodes(dom_page_snapshot, tmp_path_factory.mktemp("memlab-dom") / "memlab.json")
     return answers
 
 
@@ -52,11 +46,11 @@ def memlab_dom(memlab_answers: dict) -> dict:
 
 
 @pytest.fixture(scope="module")
-def inspected(page_snapshot: Path) -> tuple[HeapGraph, analysis.Analysis, dom.DetachedDom]:
-    graph = formats.read_graph(page_snapshot)
+def inspected(dom_page_snapshot: Path) -> tuple[HeapGraph, analysis.Analysis, dom.DetachedDom]:
+    graph = formats.read_graph(dom_page_snapshot)
     result = analysis.analyze(graph)
     paths = first_paths(graph, result.retaining, result.transient)
-    found = dom.detached_dom(graph, result, paths, source=str(page_snapshot))
+    found = dom.detached_dom(graph, result, paths, source=str(dom_page_snapshot))
     assert found is not None
     return graph, result, found
 
@@ -92,13 +86,13 @@ def test_the_largest_are_memlabs_list(inspected, memlab_dom: dict) -> None:
 
 
 def test_trees_groups_and_attached_by_brute_force(
-    page_snapshot: Path,
+    dom_page_snapshot: Path,
     inspected,
     memlab_dom: dict,
     memlab_oracle,  # noqa: F811
 ) -> None:
     graph, result, found = inspected
-    oracle = memlab_oracle(page_snapshot)
+    oracle = memlab_oracle(dom_page_snapshot)
     assert oracle.node_count == graph.node_count
     index_of = {int(i): n for n, i in enumerate(oracle.ids.tolist())}
     dominator = [index_of.get(int(d), -1) for d in oracle.dominator_id.tolist()]
@@ -200,11 +194,11 @@ MEMLAB_SKIPS = {"internal"}
 @pytest.mark.parametrize("which", ["page", "node"])
 def test_detachedness_is_devtools_and_memlab_differs_only_by_its_edge_filter(
     which: str,
-    page_snapshot: Path,
+    dom_page_snapshot: Path,
     leak_snapshots: dict[str, Path],  # noqa: F811
     tmp_path: Path,
 ) -> None:
-    path = page_snapshot if which == "page" else leak_snapshots["final"]
+    path = dom_page_snapshot if which == "page" else leak_snapshots["final"]
     theirs = {o["id"] for o in run_memlab_nodes(path, tmp_path / "memlab.json")["detached-DOM"]["all"]}
     graph = formats.read_graph(path)
     mask = dom.detached(graph)
@@ -250,16 +244,16 @@ def test_the_collections_holding_detached_trees_are_memlabs(inspected, memlab_an
     assert found.stale_size == sum(r.stale_size for r in found.rows)
 
 
-def test_heapdb_analyze_dom_prints_and_writes_the_same(page_snapshot: Path, inspected) -> None:
+def test_heapdb_analyze_dom_prints_and_writes_the_same(dom_page_snapshot: Path, inspected) -> None:
     _, _, found = inspected
-    as_json = CliRunner().invoke(main, ["analyze", str(page_snapshot), "--rules", "none", "--dom", "--json"])
+    as_json = CliRunner().invoke(main, ["analyze", str(dom_page_snapshot), "--rules", "none", "--dom", "--json"])
     assert as_json.exit_code == 0, as_json.output
     data = json.loads(as_json.stdout)["dom"]
     assert data["objects"] == found.objects and data["retained_size"] == found.retained_size
     assert [g["path"] for g in data["groups"]] == [g.path for g in found.groups]
-    as_text = CliRunner().invoke(main, ["analyze", str(page_snapshot), "--rules", "none", "--dom", "--top", "1"])
+    as_text = CliRunner().invoke(main, ["analyze", str(dom_page_snapshot), "--rules", "none", "--dom", "--top", "1"])
     assert as_text.exit_code == 0, as_text.output
-    assert f"Detached DOM in {page_snapshot}: {found.objects:,} objects" in as_text.stdout
+    assert f"Detached DOM in {dom_page_snapshot}: {found.objects:,} objects" in as_text.stdout
     assert "closedPanels → Array" in as_text.stdout and "… 2 more paths" in as_text.stdout
 
 

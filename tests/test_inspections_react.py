@@ -27,7 +27,7 @@ from heapdb.loader import analysis, formats
 from heapdb.loader.graph import EdgeKind, HeapGraph
 from heapdb.loader.inspections import collections, dom, react
 from heapdb.loader.paths import first_paths
-from tests.support.chromium import REACT_PANELS, write_react_snapshots
+from tests.support.chromium import REACT_PANELS
 from tests.support.v8 import run_memlab_nodes
 from tests.support.v8_fixtures import memlab_oracle, node_tools  # noqa: F401
 
@@ -35,13 +35,13 @@ Inspected = tuple[HeapGraph, analysis.Analysis, react.UnmountedFibers]
 
 
 @pytest.fixture(scope="module")
-def snapshots(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    return write_react_snapshots(tmp_path_factory.mktemp("react"))
-
-
-@pytest.fixture(scope="module")
-def memlab_answers(snapshots: dict[str, Path], node_tools: Path) -> dict[str, dict]:  # noqa: F811
-    return {label: run_memlab_nodes(path, path.with_name(f"{label}.memlab.json")) for label, path in snapshots.items()}
+def memlab_answers(
+    react_snapshots: dict[str, Path],
+    node_tools: Path,  # noqa: F811
+    tmp_path_factory: pytest.TempPathFactory,
+) -> dict[str, dict]:
+    answers = tmp_path_factory.mktemp("memlab-react")
+    return {label: run_memlab_nodes(path, answers / f"{label}.json") for label, path in react_snapshots.items()}
 
 
 @pytest.fixture(scope="module")
@@ -50,9 +50,9 @@ def memlab(memlab_answers: dict[str, dict]) -> dict[str, dict]:
 
 
 @pytest.fixture(scope="module")
-def inspected(snapshots: dict[str, Path]) -> dict[str, Inspected]:
+def inspected(react_snapshots: dict[str, Path]) -> dict[str, Inspected]:
     found = {}
-    for label, path in snapshots.items():
+    for label, path in react_snapshots.items():
         graph = formats.read_graph(path)
         result = analysis.analyze(graph)
         answer = react.unmounted_fibers(graph, result, first_paths(graph, result.retaining), source=str(path))
@@ -108,13 +108,13 @@ def brute_force(graph: HeapGraph, dominator: list[int], root_groups_exempt: bool
 @pytest.mark.parametrize("label", ["mounted", "unmounted"])
 def test_memlabs_rule_and_heapdbs_correction_by_brute_force(
     label: str,
-    snapshots: dict[str, Path],
+    react_snapshots: dict[str, Path],
     inspected: dict[str, Inspected],
     memlab: dict[str, dict],
     memlab_oracle,  # noqa: F811
 ) -> None:
     graph, result, answer = inspected[label]
-    oracle = memlab_oracle(snapshots[label])
+    oracle = memlab_oracle(react_snapshots[label])
     index_of = {int(i): n for n, i in enumerate(graph.ids.tolist())}
     dominator = [index_of.get(int(d), -1) for d in oracle.dominator_id.tolist()]
     theirs = {o["id"] for o in memlab[label]["all"]}
@@ -151,8 +151,8 @@ def test_the_leaked_components_and_what_holds_them(inspected: dict[str, Inspecte
     assert [o.retained_size for o in answer.largest] == sorted((int(retained[v]) for v in nodes), reverse=True)
 
 
-def test_heapdb_analyze_react_prints_and_writes_the_same(snapshots: dict[str, Path], inspected) -> None:
-    path = snapshots["unmounted"]
+def test_heapdb_analyze_react_prints_and_writes_the_same(react_snapshots: dict[str, Path], inspected) -> None:
+    path = react_snapshots["unmounted"]
     answer = inspected["unmounted"][2]
     as_json = CliRunner().invoke(main, ["analyze", str(path), "--rules", "none", "--react", "--json"])
     assert as_json.exit_code == 0, as_json.output
@@ -164,7 +164,7 @@ def test_heapdb_analyze_react_prints_and_writes_the_same(snapshots: dict[str, Pa
     assert as_text.exit_code == 0, as_text.output
     assert f"{answer.fibers:,} fibers of {answer.components:,} components" in as_text.stdout
     assert "LeakyPanel" in as_text.stdout and f"… {answer.components - 1:,} more components" in as_text.stdout
-    mounted = CliRunner().invoke(main, ["analyze", str(snapshots["mounted"]), "--rules", "none", "--react"])
+    mounted = CliRunner().invoke(main, ["analyze", str(react_snapshots["mounted"]), "--rules", "none", "--react"])
     assert mounted.exit_code == 0 and "none (" in mounted.stdout and "all in a mounted tree" in mounted.stdout
 
 

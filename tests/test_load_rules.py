@@ -1,6 +1,6 @@
 """`heapdb load --rules`: a load analysed under rules, against the real Neo4j and a real leak.js snapshot.
 
-Three loads of one snapshot are shared by the module: the plain one, one under ownership rules and
+Three loads of one snapshot are shared by the module: the plain one (the session's), one under ownership rules and
 one under an ignore rule. Each stores what the in-process analysis with the same weights computes,
 object for object; the references keep the relationship types of the plain load.
 """
@@ -32,6 +32,7 @@ from heapdb.queries.questions import Questions
 from heapdb.service.app import create_app
 from heapdb.service.pages import object_page
 from tests.support.snapshots import LUAU_FIXTURES
+from tests.support.snapshots import Loaded as SessionLoad
 
 # The closure's context owns the payload it captures, so the item's own reference yields to it and
 # each payload array moves from under its LeakedItem to under the context.
@@ -143,7 +144,11 @@ def _load(database: Database, snapshot: Path, graph: HeapGraph, label: str, *opt
 
 
 @pytest.fixture(scope="module")
-def loads(database: Database, leak_snapshot: Path, tmp_path_factory: pytest.TempPathFactory) -> Loads:
+def loads(
+    database: Database, leak_snapshot: Path, leak_loaded: SessionLoad, tmp_path_factory: pytest.TempPathFactory
+) -> Loads:
+    """The plain load is the session's (``leak_loaded``: no rules, read only); the two under rules are
+    this module's, through `heapdb load --rules`."""
     folder = tmp_path_factory.mktemp("rules")
     files = {"owns": folder / "owns.toml", "ignore": folder / "ignore.toml"}
     files["owns"].write_text(OWNS_RULES)
@@ -152,11 +157,14 @@ def loads(database: Database, leak_snapshot: Path, tmp_path_factory: pytest.Temp
     tags: list[str] = []
     made = {}
     for label, text, options in (
-        ("plain", None, ("--rules", "none")),
+        ("plain", None, ()),
         ("owns", OWNS_RULES, ("--rules", str(files["owns"]))),
         ("ignore", IGNORE_RULES, ("--rules", str(files["ignore"]))),
     ):
-        tag, sid = _load(database, leak_snapshot, graph, label, *options)
+        if options:
+            tag, sid = _load(database, leak_snapshot, graph, label, *options)
+        else:
+            tag, sid = leak_loaded.tag, store.get_snapshot(database, leak_loaded.tag).sid
         tags.append(tag)
         expected, result, compiled = _expected(graph, text)
         made[label] = Loaded(

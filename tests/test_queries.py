@@ -701,7 +701,7 @@ def test_find_equals_brute_force_through_listings_and_the_object_scan(
         names = np.array([shorten(g.strings[int(k)]) for k in g.name], dtype=object)
         order = np.lexsort((g.ids, -r.retained_size))
         asked = 0
-        for node in rng.choice(g.node_count, 15, replace=False).tolist() + [int(g.root), int(order[0])]:
+        for node in rng.choice(g.node_count, 8, replace=False).tolist() + [int(g.root), int(order[0])]:
             name = str(names[node])
             of_type = order[types[order] == types[node]]
             for turn, text in enumerate(("", name, name[:2], name[-3:], name[1:4], "\x00no such text\x00")):

@@ -1,5 +1,6 @@
 """Unmounted React components stored at load and asked of Neo4j: `heapdb react`, its REST twin, MCP
-tool and the snapshot page, on the React app of tests/test_inspections_react.py."""
+tool and the snapshot page, on the React app of tests/test_inspections_react.py; and a snapshot stored
+before the page inspections (unmounted components, detached DOM, collections holding them) existed."""
 
 from __future__ import annotations
 
@@ -14,23 +15,22 @@ from heapdb.cli import main
 from heapdb.db import Database
 from heapdb.errors import NotComputed
 from heapdb.loader import store
-from heapdb.loader.inspections import react
+from heapdb.loader.inspections import collections, dom, react
 from heapdb.loader.paths import first_paths
 from heapdb.queries import params
 from heapdb.queries.questions import Questions
 from heapdb.service import pages
 from heapdb.service.app import create_app
 from heapdb.service.links import to_json
-from tests.support.chromium import REACT_PANELS, ChromiumPage, write_react_snapshots
+from tests.support.chromium import REACT_PANELS, ChromiumPage
 from tests.support.pages import SCREENSHOTS
 from tests.support.serving import served
-from tests.support.snapshots import Loaded, load_snapshot
+from tests.support.snapshots import Loaded
 
 
 @pytest.fixture(scope="module")
-def app(database: Database, tmp_path_factory: pytest.TempPathFactory) -> Loaded:
-    paths = write_react_snapshots(tmp_path_factory.mktemp("react-stored"))
-    return load_snapshot(database, paths["unmounted"], "react")
+def app(react_loaded: dict[str, Loaded]) -> Loaded:
+    return react_loaded["unmounted"]
 
 
 def from_file(loaded: Loaded, limit: int) -> react.UnmountedFibers:
@@ -89,27 +89,58 @@ def test_a_node_snapshot_has_no_fibers_and_its_page_says_nothing_of_react(
 
 
 def test_a_snapshot_stored_before_says_to_reanalyse_and_reanalysing_answers(database: Database, app: Loaded) -> None:
-    tag = f"test-react-old-{uuid.uuid4().hex[:8]}"
+    """The React app as a load before the page inspections existed stored it (loaded again, their
+    properties and groups removed): each of the three says to reanalyse, through the API, the
+    command, REST and the page; reanalysing answers as the file does. The app after its panels
+    closed has all three to show: unmounted fibers, a detached tree, and a collection holding them."""
+    tag = f"test-page-old-{uuid.uuid4().hex[:8]}"
     store.load(database, store.LoadInput.from_analysis(app.graph, app.result), tag)
-    database.write(
-        "MATCH (s:Snapshot {tag: $tag}) REMOVE s.react WITH s MATCH (g:FiberGroup {sid: s.sid}) DELETE g",
-        {"tag": tag},
-    )
-    with pytest.raises(NotComputed, match=f"heapdb reanalyze {tag}"):
-        Questions(database).react(tag)
+    database.write("MATCH (s:Snapshot {tag: $tag}) REMOVE s.react, s.dom, s.stale", {"tag": tag})
+    for label in ("FiberGroup", "DetachedGroup"):
+        database.write(f"MATCH (s:Snapshot {{tag: $tag}}) MATCH (g:{label} {{sid: s.sid}}) DELETE g", {"tag": tag})
+    questions = Questions(database)
     client = TestClient(create_app(token=""))
-    assert client.get(f"/api/snapshots/{tag}/react").status_code == 409
-    shown = client.get(pages.page_path(pages.SNAPSHOT, tag=tag))
-    assert (
-        shown.status_code == 200
-        and "Unmounted React components: the unmounted-components inspection was not" in shown.text
-    )
+    for name, ask in (("react", questions.react), ("dom", questions.dom), ("stale", questions.stale)):
+        with pytest.raises(NotComputed, match=f"heapdb reanalyze {tag}"):
+            ask(tag)
+        said = CliRunner().invoke(main, [name, tag])
+        assert said.exit_code == 1 and "not computed" in said.output and "Traceback" not in said.output, name
+        rest = client.get(f"/api/snapshots/{tag}/{name}")
+        assert rest.status_code == 409 and "not computed" in rest.json()["error"], name
+    shown = client.get(pages.page_path(pages.SNAPSHOT, tag=tag))  # the page still answers, and says why
+    assert shown.status_code == 200
+    assert "Unmounted React components: the unmounted-components inspection was not" in shown.text
+    assert "Detached DOM: the detached-DOM inspection was not computed" in shown.text
+
     done = CliRunner().invoke(main, ["reanalyze", tag, "--rules", "none"])
     assert done.exit_code == 0, done.output
-    again, expected = Questions(database).react(tag), from_file(app, react.KEPT)
+    paths = first_paths(app.graph, app.result.retaining, app.result.transient)
+    again, expected = questions.react(tag), from_file(app, react.KEPT)
     assert (again.fibers, again.mounted, again.retained_size) == (
         expected.fibers,
         expected.mounted,
         expected.retained_size,
     )
     assert [(r.component, r.fibers) for r in again.rows] == [(r.component, r.fibers) for r in expected.rows]
+    # What the store keeps of a detached tree is all the inspection needs, except which objects are
+    # attached (the store marks only detached ones), and the order of references, which picks one
+    # first path among equally short ones: the paths end alike.
+    trees, file_trees = questions.dom(tag), dom.detached_dom(app.graph, app.result, paths, source=tag)
+    assert file_trees is not None and file_trees.objects > 0
+    assert (trees.objects, trees.retained_size, trees.largest) == (
+        file_trees.objects,
+        file_trees.retained_size,
+        file_trees.largest,
+    )
+
+    def held(answer: dom.DetachedDom) -> list[tuple[list[str], int, int]]:
+        return [(g.path.split(" / ")[-2:], g.trees, g.objects) for g in answer.groups]
+
+    assert held(trees) == held(file_trees)
+    marked = dom.detached(app.graph), react.unmounted(app.graph, app.result)
+    assert marked[0] is not None and marked[1] is not None
+    holding = collections.stale_collections(app.graph, app.result, paths, marked[0] | marked[1], source=tag)
+    assert holding.collections > 0 and questions.stale(tag).collections == holding.collections
+    assert [(r.type, r.stale, r.stale_size) for r in questions.stale(tag).rows] == [
+        (r.type, r.stale, r.stale_size) for r in holding.rows
+    ]

@@ -1,7 +1,8 @@
 """`heapdb reanalyze` and reading a stored snapshot back, against the real Neo4j and a real leak.js snapshot.
 
-The module loads one snapshot three times: ``subject`` (the load that gets reanalysed), ``plain`` (a
-plain load to compare with) and ``ruled`` (a fresh `heapdb load --rules` of the same file). A
+The module loads one snapshot twice: ``subject`` (the load that gets reanalysed) and ``ruled`` (a
+fresh `heapdb load --rules` of the same file); ``plain`` is the session's plain load of it
+(``leak_loaded``), to compare with. A
 reanalysis must store, object for object, what the fresh load of the file under the same rules
 stores: dominators, retained sizes and counts, reachability, distances and buckets.
 """
@@ -28,6 +29,7 @@ from heapdb.loader import formats, store
 from heapdb.loader.graph import NUMERIC_NAME_KINDS, Detachedness, HeapGraph
 from heapdb.loader.store import read_back, writer
 from heapdb.units import shorten
+from tests.support.snapshots import Loaded
 from tests.test_load_rules import OWNS_RULES as RULES  # ownership by path and edge name, and buckets
 
 # What must agree object for object (compared as text, NULL as '').
@@ -65,17 +67,19 @@ def sid_of(database: Database, tag: str) -> int:
 
 
 @pytest.fixture(scope="module")
-def loads(database: Database, leak_snapshot: Path, tmp_path_factory: pytest.TempPathFactory) -> Loads:
+def loads(
+    database: Database, leak_snapshot: Path, leak_loaded: Loaded, tmp_path_factory: pytest.TempPathFactory
+) -> Loads:
     rules_file = tmp_path_factory.mktemp("reanalyze") / "rules.toml"
     rules_file.write_text(RULES)
     run = uuid.uuid4().hex[:8]
-    tags = {label: f"test-reanalyze-{label}-{run}" for label in ("subject", "plain", "ruled")}
+    tags = {label: f"test-reanalyze-{label}-{run}" for label in ("subject", "ruled")}
     for label, tag in tags.items():
-        # `subject` and `plain` are plain loads (no rules at all, not even the runtime's defaults).
+        # `subject` is a plain load, as `leak_loaded` is (no rules at all, not even the runtime's defaults).
         options = ("--rules", str(rules_file) if label == "ruled" else "none")
         code, _, err = invoke("load", str(leak_snapshot), "--tag", tag, *options)
         assert code == 0, err
-    return Loads(tags["subject"], tags["plain"], tags["ruled"], rules_file)
+    return Loads(tags["subject"], leak_loaded.tag, tags["ruled"], rules_file)
 
 
 def differences(database: Database, sid: int, expected_sid: int) -> tuple[int, list[dict[str, Any]]]:

@@ -10,7 +10,6 @@ gets an answer that says so and what to do, never an error of heapdb's own.
 from __future__ import annotations
 
 import json
-import uuid
 
 import pytest
 from click.testing import CliRunner
@@ -19,7 +18,6 @@ from fastapi.testclient import TestClient
 from heapdb.cli import main
 from heapdb.db import Database
 from heapdb.errors import NotComputed
-from heapdb.loader import store
 from heapdb.loader.inspections import strings
 from heapdb.loader.store import Snapshot
 from heapdb.queries import params
@@ -102,20 +100,24 @@ def test_a_person_reads_the_waste_first_and_opens_a_copy_in_chromium(database: D
 
 
 def test_a_snapshot_without_them_says_what_to_do(database: Database, dup: Loaded) -> None:
-    tag = f"test-strings-old-{uuid.uuid4().hex[:8]}"
-    # The same snapshot as a load before duplicate strings existed stored it: loaded again, the
-    # property removed.
-    store.load(database, store.LoadInput.from_analysis(dup.graph, dup.result), tag)
+    # The module's snapshot as a load before duplicate strings existed stored it: the property
+    # removed for the moment, and put back.
+    tag = dup.tag
+    saved = database.read("MATCH (s:Snapshot {tag: $tag}) RETURN s.strings AS strings", {"tag": tag})[0]["strings"]
     database.write("MATCH (s:Snapshot {tag: $tag}) REMOVE s.strings", {"tag": tag})
-    with pytest.raises(NotComputed, match=f"heapdb load FILE --tag {tag} --replace"):
-        Questions(database).strings(tag)
-    result = CliRunner().invoke(main, ["strings", tag])
-    assert result.exit_code == 1 and "not computed" in result.output and "Traceback" not in result.output
-    client = TestClient(create_app(token=""))
-    rest = client.get(f"/api/snapshots/{tag}/strings")
-    assert rest.status_code == 409 and "not computed" in rest.json()["error"]
-    page = client.get(pages.page_path(pages.SNAPSHOT, tag=tag))  # the page still answers, and says why
-    assert page.status_code == 200 and "Duplicate strings: duplicate strings were not computed" in page.text
+    try:
+        with pytest.raises(NotComputed, match=f"heapdb load FILE --tag {tag} --replace"):
+            Questions(database).strings(tag)
+        result = CliRunner().invoke(main, ["strings", tag])
+        assert result.exit_code == 1 and "not computed" in result.output and "Traceback" not in result.output
+        client = TestClient(create_app(token=""))
+        rest = client.get(f"/api/snapshots/{tag}/strings")
+        assert rest.status_code == 409 and "not computed" in rest.json()["error"]
+        page = client.get(pages.page_path(pages.SNAPSHOT, tag=tag))  # the page still answers, and says why
+        assert page.status_code == 200 and "Duplicate strings: duplicate strings were not computed" in page.text
+    finally:
+        database.write("MATCH (s:Snapshot {tag: $tag}) SET s.strings = $strings", {"tag": tag, "strings": saved})
+    assert Questions(database).strings(tag).strings > 0
 
 
 def test_a_reanalysed_snapshot_says_its_names_are_cut(database: Database) -> None:

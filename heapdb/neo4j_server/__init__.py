@@ -153,8 +153,12 @@ def start(timeout: float = 180, say: Say = quiet) -> bool:
             f"Neo4j runs (pid {running_pid()}) but Bolt does not answer on port {settings.bolt_port} within "
             f"{timeout:.0f} s (wait longer with `heapdb neo4j start --timeout SECONDS`)\n{log_tail()}"
         )
+    # A pid file left behind means this instance's own JVM died without a stop (killed, crashed) a
+    # moment ago, perhaps: its ports come free as the kernel tears it down, so wait for them. Any
+    # other holder of a port is another program, and the start fails at once.
+    release = PORT_RELEASE_SECONDS if paths().pid_file.exists() else 0.0
     for label, port in (("Bolt", settings.bolt_port), ("HTTP", settings.http_port)):
-        if not port_freed(port, PORT_RELEASE_SECONDS):
+        if not port_freed(port, release):
             raise Neo4jServerError(
                 f"the {label} port {port} is taken by another process; pick another with "
                 f"`heapdb neo4j install --{label.lower()}-port N` (or `auto`)"
