@@ -56,6 +56,9 @@ class HprofWriter:
         self.sub: list[bytes] = []  # heap-dump sub-records, in order
         self.serial = 0
         self.class_serials: dict[int, int] = {}  # class id -> its LOAD_CLASS serial
+        # Each class's instance fields, once its chain of super classes is known to its end: a dump
+        # with a deep hierarchy (a test of the reader's bounds) is then written in linear time.
+        self._fields: dict[int, list[tuple[str, int]]] = {}
 
     # -- encoding ------------------------------------------------------------------------------
 
@@ -119,13 +122,23 @@ class HprofWriter:
 
     def hierarchy_fields(self, class_id: int) -> list[tuple[str, int]]:
         """Instance fields in dump order: the class's own, then its super class's..."""
+        if class_id in self._fields:
+            return self._fields[class_id]
         out: list[tuple[str, int]] = []
         c = self.classes.get(class_id)
         seen = set()
         while c is not None and c.id not in seen:  # a cycle (a test of bad input) stops where it closes
             seen.add(c.id)
             out += c.fields
+            if c.super_id in self._fields:
+                out += self._fields[c.super_id]
+                break
+            if c.super_id == 0:
+                break
             c = self.classes.get(c.super_id)
+        else:
+            return out  # a super class not written yet, or a cycle: nothing to remember
+        self._fields[class_id] = out
         return out
 
     def instance_bytes(self, class_id: int) -> int:

@@ -26,6 +26,7 @@ from heapdb.loader.store.order import EARLY_SUSPECT_SHARE, write_order
 from heapdb.queries import params
 from heapdb.queries.questions import Questions
 from heapdb.service.app import create_app
+from heapdb.service.links import SNAPSHOT_PAGE, page_path
 from tests.support.snapshots import LUAU_FIXTURES, Loaded
 
 
@@ -431,6 +432,23 @@ def test_kill_9_mid_load_leaves_nothing_visible_and_the_next_load_cleans_up(
         assert time.monotonic() < deadline, "the leftovers were never freed"
         time.sleep(0.5)
     assert snapshot_row(database, tag)["object_count"] == formats.read_graph(leak_snapshot).node_count
+
+
+def test_an_empty_dump_loads_and_answers_that_it_holds_nothing(database: Database, tag: str, tmp_path: Path) -> None:
+    """A Luau dump of no object at all is a heap, if an empty one: it loads (its load crashed while
+    grouping its paths, and stayed listed as failed) and every question answers it."""
+    dump = tmp_path / "empty.json"
+    dump.write_text('{"objects":{},"roots":{}}')
+    code, _, err = invoke("load", str(dump), "--tag", tag)
+    assert code == 0, err
+    assert snapshot_row(database, tag)["status"] == "ready"
+    for question in ("top", "types", "suspects", "strings"):
+        code, out, err = invoke(question, tag, "--json")
+        assert code == 0 and "Traceback" not in err, (question, err)
+    code, out, _ = invoke("top", tag, "--json")
+    assert json.loads(out) == []
+    page = TestClient(create_app(token="")).get(page_path(SNAPSHOT_PAGE, tag=tag))
+    assert page.status_code == 200 and tag in page.text
 
 
 def test_load_real_luau_dump(database: Database, tag: str) -> None:

@@ -211,6 +211,8 @@ class LoadInput:
         g = self.graph
         signature = self.paths.signature
         kept = self.path_sample_indexes()
+        if kept.shape[0] == 0:  # nothing reachable but the root (an empty dump): no group
+            return []
         bounds = np.flatnonzero(np.r_[True, signature[kept][1:] != signature[kept][:-1]])
         samples = dict(zip(signature[kept][bounds].tolist(), np.split(g.ids[kept], bounds[1:])))
         rows = []

@@ -147,7 +147,7 @@ from heapdb.loader.formats.hprof.layout import (
     align,
     java_name,
 )
-from heapdb.loader.formats.hprof.scan import object_edges, resolve_ids, scan_records, walk_heap
+from heapdb.loader.formats.hprof.scan import object_edges, resolve_ids, scan_records, walk_heaps
 from heapdb.loader.formats.hprof.traces import StackTraces
 from heapdb.loader.formats.snapbin.ids import IdIndex
 from heapdb.loader.formats.text import safe_strings
@@ -189,6 +189,20 @@ def read_graph(path: str | os.PathLike[str], on_bytes: ByteProgress | None = Non
         return _Reader(dump, version.decode()[len("JAVA PROFILE ") :], timestamp, on_bytes).read()
     finally:
         del buf
+
+
+WALK_BATCH_BYTES = 64 << 20  # heap-dump records walked in one call, between two progress reports
+
+
+def walk_batches(lengths: np.ndarray) -> list[tuple[int, int]]:
+    """Runs of consecutive heap-dump records (first, end) of about WALK_BATCH_BYTES together: one
+    call each to the walking kernel, so that neither a million empty segments (a call each) nor a
+    few huge ones (no progress for minutes) cost more than their bytes."""
+    if not len(lengths):
+        return []
+    window = np.cumsum(lengths + 9) // WALK_BATCH_BYTES
+    bounds = [0, *(np.flatnonzero(np.diff(window)) + 1).tolist(), len(lengths)]
+    return list(zip(bounds[:-1], bounds[1:]))
 
 
 class _Reader:
@@ -245,8 +259,9 @@ class _Reader:
         st = np.zeros(8, dtype=np.int64)
         z64, z8 = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint8)
         empty = {name: z8 if name in ("root_kind", "obj_kind", "obj_heap") else z64 for name in ROW_NAMES}
-        for off, length in zip(h_off.tolist(), h_len.tolist(), strict=True):
-            self._walk_one(off, length, False, st, empty, codes)
+        batches = walk_batches(h_len)
+        for first, last in batches:
+            self._walk_some(h_off[first:last], h_len[first:last], False, st, empty, codes)
             self._check(st)
         n_obj, n_root, n_class, n_heap = (int(st[k]) for k in (ST_OBJECTS, ST_ROOTS, ST_CLASSES, ST_HEAPS))
         rows: dict[str, np.ndarray] = {
@@ -267,16 +282,22 @@ class _Reader:
             "heap_name": np.zeros(n_heap, np.int64),
         }
         st[:] = 0
-        for off, length in zip(h_off.tolist(), h_len.tolist(), strict=True):
-            self._walk_one(off, length, True, st, rows, codes)
-            self._progress(length + 9)
+        for first, last in batches:
+            self._walk_some(h_off[first:last], h_len[first:last], True, st, rows, codes)
+            self._progress(int(h_len[first:last].sum()) + 9 * (last - first))
         return rows
 
-    def _walk_one(
-        self, off: int, length: int, fill: bool, st: np.ndarray, r: dict[str, np.ndarray], codes: np.ndarray
+    def _walk_some(
+        self,
+        offs: np.ndarray,
+        lens: np.ndarray,
+        fill: bool,
+        st: np.ndarray,
+        r: dict[str, np.ndarray],
+        codes: np.ndarray,
     ) -> None:
-        walk_heap(
-            self.dump.buf, off, off + length, self.dump.id_size, fill, st,
+        walk_heaps(
+            self.dump.buf, offs, lens, self.dump.id_size, fill, st,
             r["obj_id"], r["obj_kind"], r["obj_class"], r["obj_off"], r["obj_len"], r["obj_heap"], r["obj_rec"],
             r["root_kind"], r["root_id"], r["root_thread"], r["root_frame"], r["class_off"], r["class_len"],
             r["heap_type"], r["heap_name"], codes,
@@ -383,7 +404,10 @@ class _Reader:
         for code, (_, size) in BASIC_TYPES.items():
             esize[code] = size or oop
         # The dump writes every reference with the id size; the JVM's own are oop-sized.
-        shrink = np.where(instances, dumps.ref_fields[cls_index] * (id_size - oop), 0)
+        # (Gathered for instances of a known class only: a dump whose class dumps are missing, a
+        # segment lost, has instances of no known class, perhaps no class at all.)
+        shrink = np.zeros(n_obj, dtype=np.int64)
+        shrink[instances] = dumps.ref_fields[cls_index[instances]] * (id_size - oop)
         raw = np.where(
             obj_kind == K_INSTANCE,
             header + rows["obj_len"] - shrink,

@@ -96,6 +96,9 @@ class ClassDumps:
         own_refs = [sum(t == TYPE_OBJECT for _, t in c["fields"]) for c in self.classes]
         field_bytes = np.full(len(self.classes), -1, dtype=np.int64)
         ref_fields = np.zeros(len(self.classes), dtype=np.int64)
+        # The class itself or its nearest super class that declares an object field (-1: none), so
+        # that a layout skips the classes that add none to it however deep the chain.
+        self.declaring = np.full(len(self.classes), -1, dtype=np.int64)
         self.reference_kind: list[str | None] = [None] * len(self.classes)
         for i in range(len(self.classes)):
             chain = []
@@ -113,11 +116,14 @@ class ClassDumps:
             base = int(field_bytes[j]) if done else 0
             refs = int(ref_fields[j]) if done else 0
             kind = self.reference_kind[j] if done else None
+            declaring = int(self.declaring[j]) if done else -1
             for k in reversed(chain):
                 base += own_bytes[k]
                 field_bytes[k] = base
                 refs += own_refs[k]
                 ref_fields[k] = refs
+                declaring = k if own_refs[k] else declaring
+                self.declaring[k] = declaring
                 kind = REFERENCE_KINDS.get(self.names[k], kind)
                 self.reference_kind[k] = kind
         self.field_bytes_ = field_bytes
@@ -131,8 +137,10 @@ class ClassDumps:
     def layouts(self, used: np.ndarray) -> tuple[np.ndarray, ...]:
         """The field layouts of the classes ``used`` (indexes): their instances' object fields over
         the hierarchy (byte offset, name, weak). Built only for classes with an instance of the
-        right length, so their total is bounded by the file size."""
+        right length, so their total is bounded by the file size; each step of a layout's walk up
+        the hierarchy adds a field to it (``declaring``), so building them is too."""
         names, parent, reference_kind = self.names, self.parent, self.reference_kind
+        field_bytes, declaring = self.field_bytes_, self.declaring
         start = np.zeros(len(self.classes) + 1, dtype=np.int64)
         lay_off: list[int] = []
         lay_name: list[int] = []
@@ -141,9 +149,10 @@ class ClassDumps:
         used_set = set(used.tolist())
         for i in range(len(self.classes)):
             if i in used_set:
-                off = 0
-                j = i
+                j = int(declaring[i])
                 while j >= 0:  # no cycles: _hierarchy refused them
+                    # An instance holds its class's fields first, then each super class's in turn.
+                    off = int(field_bytes[i] - field_bytes[j])
                     is_reference = names[j] == REFERENCE_CLASS
                     for field_name, t in self.classes[j]["fields"]:
                         if t == TYPE_OBJECT:
@@ -153,7 +162,7 @@ class ClassDumps:
                             lay_name.append(intern(label))
                             lay_weak.append(1 if weak else 0)
                         off += BASIC_TYPES[t][1] or self.dump.id_size
-                    j = parent[j]
+                    j = int(declaring[parent[j]]) if parent[j] >= 0 else -1
             start[i + 1] = len(lay_off)
         return (
             start,

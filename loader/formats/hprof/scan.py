@@ -239,6 +239,23 @@ def walk_heap(
     st[ST_HEAP] = heap
 
 
+@numba.njit(cache=True, nogil=True)
+def walk_heaps(
+    buf, starts, lengths, id_size, fill, st, obj_id, obj_kind, obj_class, obj_off, obj_len, obj_heap, obj_rec,
+    root_kind, root_id, root_thread, root_frame, class_off, class_len, heap_type, heap_name, root_codes,
+):  # fmt: skip
+    """:func:`walk_heap` over several heap-dump records in turn, up to the first error: a dump of a
+    million tiny segments costs what their bytes do, not a call from Python each."""
+    for k in range(starts.shape[0]):
+        walk_heap(
+            buf, starts[k], starts[k] + lengths[k], id_size, fill, st, obj_id, obj_kind, obj_class, obj_off,
+            obj_len, obj_heap, obj_rec, root_kind, root_id, root_thread, root_frame, class_off, class_len,
+            heap_type, heap_name, root_codes,
+        )  # fmt: skip
+        if st[ST_ERROR]:
+            return
+
+
 @numba.njit(cache=True, nogil=True, inline="always")
 def _probe(keys, slots, bits, key):
     """The node index of ``key`` in an :class:`IdIndex` table (its layout and hash), or -1."""
