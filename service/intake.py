@@ -157,6 +157,13 @@ async def upload(
     scenario: MetaValue = None,
     platform: MetaValue = None,
     meta: Annotated[list[str], Query(description="more metadata, KEY=VALUE (repeat the key)")] = [],  # noqa: B006
+    name: Annotated[
+        str,
+        Query(
+            description="the file's name as the sender knows it, shown as the snapshot's source, cut to "
+            f"{MAX_META_CHARS} characters (`heapdb push` sends its file's; empty: none)",
+        ),
+    ] = "",
 ) -> JSONResponse:
     runner = _runner(request)
     try:
@@ -196,7 +203,9 @@ async def upload(
             await anyio.to_thread.run_sync(spooler.write, b"".join(pending))
         fmt = await anyio.to_thread.run_sync(spooler.finish)
         os.replace(spooler.path, snapshot)
-        job = jobs.new_job(job_id, tag, replace=replace, size=spooler.stored, fmt=fmt, meta=values)
+        job = jobs.new_job(
+            job_id, tag, replace=replace, size=spooler.stored, fmt=fmt, meta=values, name=name[:MAX_META_CHARS]
+        )
         await anyio.to_thread.run_sync(runner.store.create, job)
     except BaseException:  # a bad upload, a client gone, Neo4j away: nothing stays behind
         spooler.discard()

@@ -76,6 +76,7 @@ class Job:
     bytes: int = 0  # the snapshot's size, decompressed
     format: str | None = None
     meta: dict[str, str] = field(default_factory=dict)
+    name: str = ""  # the uploaded file's name as its sender gave it: the snapshot's source
     progress: float | None = None
     error: str | None = None
     started_at: str | None = None
@@ -344,7 +345,7 @@ class JobRunner:
                 self._clean(job_id)
             return
         command = [sys.executable, "-m", "heapdb.service.loadproc", str(os.getpid()), str(snapshot)]
-        command += ["--tag", job.tag, "--json", *(["--replace"] if job.replace else [])]
+        command += ["--tag", job.tag, "--source", job.name, "--json", *(["--replace"] if job.replace else [])]
         for key, value in job.meta.items():
             command += ["--meta", f"{key}={value}"]
         progress = self.spool / f"{job_id}.progress"
@@ -406,7 +407,7 @@ class JobRunner:
                 shown, written = (phase, share), time.monotonic()
 
 
-def new_job(job_id: str, tag: str, *, replace: bool, size: int, fmt: str, meta: dict[str, str]) -> Job:
+def new_job(job_id: str, tag: str, *, replace: bool, size: int, fmt: str, meta: dict[str, str], name: str = "") -> Job:
     """A queued job of this service process."""
     return Job(
         id=job_id,
@@ -419,5 +420,6 @@ def new_job(job_id: str, tag: str, *, replace: bool, size: int, fmt: str, meta: 
         bytes=size,
         format=fmt,
         meta=meta,
+        name=name,
         progress=0.0,
     )

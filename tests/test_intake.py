@@ -192,7 +192,11 @@ def test_push_loads_a_v8_snapshot_as_is_gzip_and_zstd(
             top = reader.get(f"/api/snapshots/{tag}/top", params={"limit": 3})
             assert top.status_code == 200, top.text
             assert len(top.json()) == 3
-            assert reader.get(f"/api/snapshots/{tag}").json()["meta"]["build"] == "b42"
+            record = reader.get(f"/api/snapshots/{tag}").json()
+            assert record["meta"]["build"] == "b42"
+            # Its source is the file's name as pushed, never the path of the service's own copy.
+            assert record["source"] == leak_snapshot.name
+            assert str(service.spool) not in reader.get("/api/snapshots", params={"all": "true"}).text
     assert len(counts) == 1  # the same snapshot whatever the encoding
     assert spool_files(service) == []
 
@@ -215,7 +219,9 @@ def test_a_plain_http_upload_streams_compressed_bodies(
             assert done["progress"] == 1.0 and done["finished_at"] and done.get("pid") is None
             listed = client.get("/api/jobs", params={"tag": tag}).json()
             assert [j["id"] for j in listed] == [created["id"]]
-        assert store.get_snapshot(database, tag).object_count == done["report"]["objects"]
+        stored = store.get_snapshot(database, tag)
+        assert stored.object_count == done["report"]["objects"]
+        assert stored.source == ""  # no name given: none shown, not the spool's path
     assert spool_files(service) == []
 
 

@@ -36,6 +36,12 @@ def _say(message: str) -> None:
 @click.option(
     "--meta", multiple=True, metavar="KEY=VALUE", help="Extra metadata to store with the snapshot (repeatable)."
 )
+@click.option(
+    "--source",
+    metavar="NAME",
+    help="What the snapshot's source is shown as (default: FILE's absolute path). The service gives "
+    "an upload the file name its sender gave, never the path of its own copy.",
+)
 @write_options
 @rules_options
 @click.option("--json", "as_json", is_flag=True, help="Print the load report as JSON.")
@@ -44,6 +50,7 @@ def load(
     tag: str,
     replace: bool,
     meta: tuple[str, ...],
+    source: str | None,
     batch_size: int,
     writer: str,
     rules: str,
@@ -102,7 +109,7 @@ def load(
             tag,
             replace=replace,
             meta=extra,
-            source=os.path.abspath(file),
+            source=os.path.abspath(file) if source is None else source,
             batch_size=batch_size,
             writer=writer,
             say=_say,

@@ -124,7 +124,8 @@ def push(
     """
     import httpx
 
-    params: list[tuple[str, str | int | float | bool | None]] = [("tag", tag)]
+    # The service shows the file's name as the snapshot's source, never the path of its own copy.
+    params: list[tuple[str, str | int | float | bool | None]] = [("tag", tag), ("name", os.path.basename(file))]
     if replace:
         params.append(("replace", "true"))
     for key, values in key_values(meta, "--meta").items():

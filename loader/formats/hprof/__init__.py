@@ -131,15 +131,9 @@ from heapdb.loader.formats.hprof.layout import (
     KIND_CLASS,
     NODE_KINDS,
     ROOT_KINDS,
-    ROOT_TAGS,
-    ROW_NAMES,
-    ST_CLASSES,
     ST_DANGLING,
     ST_ERROR,
     ST_ERROR_AT,
-    ST_HEAPS,
-    ST_OBJECTS,
-    ST_ROOTS,
     TAG_HEAP_DUMP,
     TAG_HEAP_DUMP_END,
     TAG_HEAP_DUMP_SEGMENT,
@@ -147,7 +141,7 @@ from heapdb.loader.formats.hprof.layout import (
     align,
     java_name,
 )
-from heapdb.loader.formats.hprof.scan import object_edges, resolve_ids, scan_records, walk_heaps
+from heapdb.loader.formats.hprof.scan import object_edges, resolve_ids, scan_records, walk_heap_records
 from heapdb.loader.formats.hprof.traces import StackTraces
 from heapdb.loader.formats.snapbin.ids import IdIndex
 from heapdb.loader.formats.text import safe_strings
@@ -191,20 +185,6 @@ def read_graph(path: str | os.PathLike[str], on_bytes: ByteProgress | None = Non
         del buf
 
 
-WALK_BATCH_BYTES = 64 << 20  # heap-dump records walked in one call, between two progress reports
-
-
-def walk_batches(lengths: np.ndarray) -> list[tuple[int, int]]:
-    """Runs of consecutive heap-dump records (first, end) of about WALK_BATCH_BYTES together: one
-    call each to the walking kernel, so that neither a million empty segments (a call each) nor a
-    few huge ones (no progress for minutes) cost more than their bytes."""
-    if not len(lengths):
-        return []
-    window = np.cumsum(lengths + 9) // WALK_BATCH_BYTES
-    bounds = [0, *(np.flatnonzero(np.diff(window)) + 1).tolist(), len(lengths)]
-    return list(zip(bounds[:-1], bounds[1:]))
-
-
 class _Reader:
     """Drives one read: the records, the heap-dump walk, then the graph (see the module docstring)."""
 
@@ -242,7 +222,7 @@ class _Reader:
                 "the segmented heap dump has no HEAP_DUMP_END after its last segment: the file is truncated",
                 len(self.dump.buf),
             )
-        rows = self._walk(h_off, h_len)
+        rows = walk_heap_records(self.dump.buf, self.dump.id_size, h_off, h_len, self._check, self._progress)
         graph = self._assemble(rows)
         self._progress(len(self.dump.buf) - self.reported)  # the records read only in part, or skipped
         return graph
@@ -251,57 +231,6 @@ class _Reader:
         self.reported += n
         if self._on_bytes is not None and n:
             self._on_bytes(n)
-
-    def _walk(self, h_off: np.ndarray, h_len: np.ndarray) -> dict[str, np.ndarray]:
-        codes = np.full(256, -1, dtype=np.int64)
-        for i, tag in enumerate(ROOT_TAGS):
-            codes[tag] = i
-        st = np.zeros(8, dtype=np.int64)
-        z64, z8 = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint8)
-        empty = {name: z8 if name in ("root_kind", "obj_kind", "obj_heap") else z64 for name in ROW_NAMES}
-        batches = walk_batches(h_len)
-        for first, last in batches:
-            self._walk_some(h_off[first:last], h_len[first:last], False, st, empty, codes)
-            self._check(st)
-        n_obj, n_root, n_class, n_heap = (int(st[k]) for k in (ST_OBJECTS, ST_ROOTS, ST_CLASSES, ST_HEAPS))
-        rows: dict[str, np.ndarray] = {
-            "obj_id": np.zeros(n_obj, np.int64),
-            "obj_kind": np.zeros(n_obj, np.uint8),
-            "obj_class": np.zeros(n_obj, np.int64),
-            "obj_off": np.zeros(n_obj, np.int64),
-            "obj_len": np.zeros(n_obj, np.int64),
-            "obj_heap": np.zeros(n_obj, np.uint8),
-            "obj_rec": np.zeros(n_obj, np.int64),
-            "root_kind": np.zeros(n_root, np.uint8),
-            "root_id": np.zeros(n_root, np.int64),
-            "root_thread": np.zeros(n_root, np.int64),
-            "root_frame": np.zeros(n_root, np.int64),
-            "class_off": np.zeros(n_class, np.int64),
-            "class_len": np.zeros(n_class, np.int64),
-            "heap_type": np.zeros(n_heap, np.int64),
-            "heap_name": np.zeros(n_heap, np.int64),
-        }
-        st[:] = 0
-        for first, last in batches:
-            self._walk_some(h_off[first:last], h_len[first:last], True, st, rows, codes)
-            self._progress(int(h_len[first:last].sum()) + 9 * (last - first))
-        return rows
-
-    def _walk_some(
-        self,
-        offs: np.ndarray,
-        lens: np.ndarray,
-        fill: bool,
-        st: np.ndarray,
-        r: dict[str, np.ndarray],
-        codes: np.ndarray,
-    ) -> None:
-        walk_heaps(
-            self.dump.buf, offs, lens, self.dump.id_size, fill, st,
-            r["obj_id"], r["obj_kind"], r["obj_class"], r["obj_off"], r["obj_len"], r["obj_heap"], r["obj_rec"],
-            r["root_kind"], r["root_id"], r["root_thread"], r["root_frame"], r["class_off"], r["class_len"],
-            r["heap_type"], r["heap_name"], codes,
-        )  # fmt: skip
 
     def _check(self, st: np.ndarray) -> None:
         if st[ST_ERROR]:

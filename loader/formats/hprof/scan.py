@@ -8,10 +8,14 @@ The reader (:mod:`heapdb.loader.formats.hprof`) drives them and turns the error 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numba
 import numpy as np
 
 from heapdb.loader.formats.hprof.layout import (
+    ROOT_TAGS,
+    ROW_NAMES,
     ST_CLASSES,
     ST_DANGLING,
     ST_ERROR,
@@ -361,3 +365,69 @@ def object_traces(buf, obj_rec, id_size, serials, out):
         else:
             out[i] = -1
     return found
+
+
+WALK_BATCH_BYTES = 64 << 20  # heap-dump records walked in one call, between two progress reports
+
+
+def walk_batches(lengths: np.ndarray) -> list[tuple[int, int]]:
+    """Runs of consecutive heap-dump records (first, end) of about WALK_BATCH_BYTES together: one
+    call each to the walking kernel, so that neither a million empty segments (a call each) nor a
+    few huge ones (no progress for minutes) cost more than their bytes."""
+    if not len(lengths):
+        return []
+    window = np.cumsum(lengths + 9) // WALK_BATCH_BYTES
+    bounds = [0, *(np.flatnonzero(np.diff(window)) + 1).tolist(), len(lengths)]
+    return list(zip(bounds[:-1], bounds[1:]))
+
+
+def walk_heap_records(
+    buf: np.ndarray,
+    id_size: int,
+    h_off: np.ndarray,
+    h_len: np.ndarray,
+    check: Callable[[np.ndarray], None],
+    progress: Callable[[int], None],
+) -> dict[str, np.ndarray]:
+    """Every heap-dump record's sub-records as flat rows (:data:`ROW_NAMES`): counted in a first
+    pass (``check`` raises on the error the kernel recorded), then stored in arrays of that size,
+    ``progress`` told the bytes of each run of records walked."""
+    codes = np.full(256, -1, dtype=np.int64)
+    for i, tag in enumerate(ROOT_TAGS):
+        codes[tag] = i
+    st = np.zeros(8, dtype=np.int64)
+    z64, z8 = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint8)
+    small = ("root_kind", "obj_kind", "obj_heap")
+    empty = {name: z8 if name in small else z64 for name in ROW_NAMES}
+    batches = walk_batches(h_len)
+    for first, last in batches:
+        _walk_some(buf, id_size, h_off[first:last], h_len[first:last], False, st, empty, codes)
+        check(st)
+    counts = {"obj": int(st[ST_OBJECTS]), "root": int(st[ST_ROOTS]), "class": int(st[ST_CLASSES])}
+    counts["heap"] = int(st[ST_HEAPS])
+    rows = {
+        name: np.zeros(counts[name.partition("_")[0]], np.uint8 if name in small else np.int64) for name in ROW_NAMES
+    }
+    st[:] = 0
+    for first, last in batches:
+        _walk_some(buf, id_size, h_off[first:last], h_len[first:last], True, st, rows, codes)
+        progress(int(h_len[first:last].sum()) + 9 * (last - first))
+    return rows
+
+
+def _walk_some(
+    buf: np.ndarray,
+    id_size: int,
+    offs: np.ndarray,
+    lens: np.ndarray,
+    fill: bool,
+    st: np.ndarray,
+    r: dict[str, np.ndarray],
+    codes: np.ndarray,
+) -> None:
+    walk_heaps(
+        buf, offs, lens, id_size, fill, st,
+        r["obj_id"], r["obj_kind"], r["obj_class"], r["obj_off"], r["obj_len"], r["obj_heap"], r["obj_rec"],
+        r["root_kind"], r["root_id"], r["root_thread"], r["root_frame"], r["class_off"], r["class_len"],
+        r["heap_type"], r["heap_name"], codes,
+    )  # fmt: skip
