@@ -118,12 +118,23 @@ def test_cypher_command_through_the_environment_variables(neo4j_server_settings:
     assert "Traceback" not in bad.stderr
 
 
-@pytest.mark.slow  # a second Neo4j of its own, installed and started from the CLI
-def test_lifecycle_through_the_cli(tmp_path: Path) -> None:
-    """install, a query that starts the instance on demand, start, status, stop twice: on a second,
-    private instance (started once: a start costs Neo4j its longest CPU of the run)."""
-    env = private_env(tmp_path)
+@pytest.mark.slow  # a second Neo4j of its own, installed, started, killed and started again from the CLI
+def test_lifecycle_through_the_cli_and_a_start_after_a_kill(tmp_path: Path) -> None:
+    """install, a query that starts the instance on demand, status, start, then a kill (-9) while a
+    load writes and a start again, stop twice: on a second, private instance (installed and started
+    once: a start costs Neo4j its longest CPU of the run). The start after the kill reports the
+    recovery it waits for, the completed snapshot is intact, and the interrupted load shows as failed."""
+    import time
+
+    from heapdb.loader.formats.snapbin.from_graph import write_graph
+    from heapgen.synth import synth_graph
+
+    env = private_env(tmp_path, HEAPDB_PROGRESS="0")
+    small, big = tmp_path / "small.bin", tmp_path / "big.bin"
+    write_graph(synth_graph(2000, 8000, seed=1), small)
+    write_graph(synth_graph(200_000, 800_000, seed=2), big)
     install_private(env, gc="parallel")
+    loader = None
     try:
         query = run_heapdb(["cypher", "--json", "RETURN 7 AS seven"], env)
         assert query.returncode == 0, query.stderr
@@ -139,69 +150,7 @@ def test_lifecycle_through_the_cli(tmp_path: Path) -> None:
         again = run_heapdb(["neo4j", "start"], env)
         assert again.returncode == 0, again.stderr
         assert "already running" in again.stdout and f"(pid {info['pid']})" in again.stdout
-    finally:
-        stop = run_heapdb(["neo4j", "stop"], env)
-    assert stop.returncode == 0 and "Neo4j stopped" in stop.stdout
-    again = run_heapdb(["neo4j", "stop"], env)
-    assert again.returncode == 0 and "was not running" in again.stdout
-    after = json.loads(run_heapdb(["neo4j", "status", "--json"], env).stdout)
-    assert after["running"] is False
 
-
-def test_taken_port_is_a_clear_error(tmp_path: Path) -> None:
-    with socket.socket() as blocker:
-        blocker.bind(("127.0.0.1", 0))
-        blocker.listen()
-        port = blocker.getsockname()[1]
-        env = private_env(tmp_path)
-        assert run_heapdb(["neo4j", "install", "--bolt-port", str(port), "--http-port", "auto"], env).returncode == 0
-        result = run_heapdb(["neo4j", "start"], env)
-    assert result.returncode == 1
-    assert f"the Bolt port {port} is taken" in result.stderr
-    assert "Traceback" not in result.stderr
-    assert len(result.stderr.strip().splitlines()) == 1
-
-
-def test_missing_java_is_a_clear_error(tmp_path: Path) -> None:
-    env = private_env(tmp_path, JAVA_HOME=str(tmp_path / "no-java-here"))
-    result = run_heapdb(["neo4j", "install"], env)
-    assert result.returncode == 1
-    assert "no `java` was found" in result.stderr
-    assert "Traceback" not in result.stderr
-
-
-def test_failed_download_is_a_clear_error(tmp_path: Path) -> None:
-    # An empty Maven repository in offline mode: the download cannot happen, as without a network.
-    m2 = tmp_path / "home" / ".m2"
-    m2.mkdir(parents=True)
-    (m2 / "settings.xml").write_text("<settings><offline>true</offline></settings>")
-    # Maven reads ~/.m2 from Java's user.home, not from $HOME.
-    env = private_env(tmp_path, MAVEN_OPTS=f"-Duser.home={tmp_path / 'home'}")
-    result = run_heapdb(["neo4j", "install"], env)
-    assert result.returncode == 1
-    assert "could not fetch Neo4j" in result.stderr
-    assert "Traceback" not in result.stderr
-    assert not (tmp_path / "data" / "heapdb" / "neo4j" / "dist" / neo4j_server.NEO4J_VERSION / "classpath.txt").exists()
-
-
-@pytest.mark.slow  # a second Neo4j of its own, killed with -9 during a load and started again
-def test_start_after_a_kill_reports_recovery_and_keeps_the_loaded_snapshots(tmp_path: Path) -> None:
-    """Kill the managed Neo4j (-9) while a load writes, start it again: the start reports the
-    recovery it waits for, the completed snapshot is intact, and the interrupted load shows as failed."""
-    import time
-
-    from heapdb.loader.formats.snapbin.from_graph import write_graph
-    from heapgen.synth import synth_graph
-
-    env = private_env(tmp_path, HEAPDB_PROGRESS="0")
-    small, big = tmp_path / "small.bin", tmp_path / "big.bin"
-    write_graph(synth_graph(2000, 8000, seed=1), small)
-    write_graph(synth_graph(200_000, 800_000, seed=2), big)
-    install_private(env)
-    loader = None
-    try:
-        started = run_heapdb(["neo4j", "start"], env)
-        assert started.returncode == 0 and "Neo4j started" in started.stdout, started.stderr
         done = run_heapdb(["load", str(small), "--tag", "done"], env)
         assert done.returncode == 0, done.stderr
         count = [
@@ -249,7 +198,48 @@ def test_start_after_a_kill_reports_recovery_and_keeps_the_loaded_snapshots(tmp_
         if loader is not None and loader.poll() is None:
             loader.kill()
             loader.wait()
-        run_heapdb(["neo4j", "stop"], env)
+        stop = run_heapdb(["neo4j", "stop"], env)
+    assert stop.returncode == 0 and "Neo4j stopped" in stop.stdout
+    again = run_heapdb(["neo4j", "stop"], env)
+    assert again.returncode == 0 and "was not running" in again.stdout
+    after = json.loads(run_heapdb(["neo4j", "status", "--json"], env).stdout)
+    assert after["running"] is False
+
+
+def test_taken_port_is_a_clear_error(tmp_path: Path) -> None:
+    with socket.socket() as blocker:
+        blocker.bind(("127.0.0.1", 0))
+        blocker.listen()
+        port = blocker.getsockname()[1]
+        env = private_env(tmp_path)
+        assert run_heapdb(["neo4j", "install", "--bolt-port", str(port), "--http-port", "auto"], env).returncode == 0
+        result = run_heapdb(["neo4j", "start"], env)
+    assert result.returncode == 1
+    assert f"the Bolt port {port} is taken" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_missing_java_is_a_clear_error(tmp_path: Path) -> None:
+    env = private_env(tmp_path, JAVA_HOME=str(tmp_path / "no-java-here"))
+    result = run_heapdb(["neo4j", "install"], env)
+    assert result.returncode == 1
+    assert "no `java` was found" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_failed_download_is_a_clear_error(tmp_path: Path) -> None:
+    # An empty Maven repository in offline mode: the download cannot happen, as without a network.
+    m2 = tmp_path / "home" / ".m2"
+    m2.mkdir(parents=True)
+    (m2 / "settings.xml").write_text("<settings><offline>true</offline></settings>")
+    # Maven reads ~/.m2 from Java's user.home, not from $HOME.
+    env = private_env(tmp_path, MAVEN_OPTS=f"-Duser.home={tmp_path / 'home'}")
+    result = run_heapdb(["neo4j", "install"], env)
+    assert result.returncode == 1
+    assert "could not fetch Neo4j" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "data" / "heapdb" / "neo4j" / "dist" / neo4j_server.NEO4J_VERSION / "classpath.txt").exists()
 
 
 def neo4j_server_pid(env: dict[str, str]) -> int:
