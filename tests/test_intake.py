@@ -495,8 +495,40 @@ def test_a_full_queue_or_a_full_disk_refuses_uploads_before_the_body(
             assert "HEAPDB_MAX_QUEUED" in refused.json()["error"] and int(refused.headers["Retry-After"]) > 0
             assert client.post("/api/snapshots", params={"tag": unique_tag("full"), "check": "true"}).status_code == 503
             assert all(name.startswith(first.json()["id"]) for name in spool_files(queue))  # the refused left none
+            # `heapdb push` told not to wait says so at once; told to, it tries again when the queue frees.
+            push = [
+                sys.executable,
+                "-m",
+                "heapdb",
+                "push",
+                str(small_snapshot),
+                "--server",
+                queue.url,
+                "--token",
+                WRITE,
+            ]
+            env = {**os.environ, "HEAPDB_PROGRESS": "0"}
+            hurried = subprocess.run(
+                [*push, "--tag", unique_tag("hurried"), "--retry-for", "0"], env=env, capture_output=True, text=True
+            )
+            assert hurried.returncode != 0 and "(503)" in hurried.stderr and "HEAPDB_MAX_QUEUED" in hurried.stderr
+            assert "Traceback" not in hurried.stderr
+            patient_tag = unique_tag("patient")
+            patient = subprocess.Popen(
+                [*push, "--tag", patient_tag, "--retry-for", "10", "--wait"],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            assert patient.stderr is not None
+            said = patient.stderr.readline()
+            assert "the service's load queue is full; trying again in 10 s" in said, said
             assert client.delete(f"/api/jobs/{first.json()['id']}").status_code == 202
             wait_for_phase(client, first.json()["id"], jobs.ENDED)
+            out, err = patient.communicate(timeout=300)
+            assert patient.returncode == 0, said + err
+            assert f"as {patient_tag!r}" in out
     finally:
         queue.stop()
 

@@ -21,6 +21,8 @@ from heapdb.service import links
 READ_BYTES = 1 << 20  # bytes of the file read (and compressed) at a time
 ZSTD_LEVEL = 3  # fast: compressing must keep up with the network
 POLL_SECONDS = 1.0  # how often --wait asks how the job does
+RETRY_FOR = 600.0  # seconds a push keeps trying a service whose load queue is full (--retry-for)
+RETRY_AFTER = 60.0  # seconds between tries when a 503 does not say (its Retry-After)
 GZIP_MAGIC, ZSTD_MAGIC = b"\x1f\x8b", b"\x28\xb5\x2f\xfd"
 META_PARAMETERS = ("build", "commit", "branch", "scenario", "platform")  # the service's own parameters
 ENDED = ("done", "failed", "cancelled")
@@ -102,6 +104,15 @@ def _answer(response: Any) -> dict[str, Any]:
     show_default=True,
     help="Compress on the way (a file compressed already is sent as it is).",
 )
+@click.option(
+    "--retry-for",
+    type=click.FloatRange(min=0),
+    default=RETRY_FOR,
+    show_default=True,
+    metavar="SECONDS",
+    help="While the service's load queue is full (503), try again when its Retry-After says, for at "
+    "most this long (0: never).",
+)
 @click.option("--wait", is_flag=True, help="Wait for the load to end; exit non-zero if it fails.")
 @click.option("--json", "as_json", is_flag=True, help="Print the job as JSON.")
 def push(
@@ -112,6 +123,7 @@ def push(
     replace: bool,
     token: str | None,
     compress: str,
+    retry_for: float,
     wait: bool,
     as_json: bool,
 ) -> None:
@@ -120,7 +132,9 @@ def push(
     The file is streamed (compressed with zstd unless --compress says otherwise) and never held in
     memory; the service answers with a load job at once, whose URL this prints. With --wait it
     follows the job until the snapshot is loaded, and exits with status 1 and the load's error if it
-    fails or is cancelled. The service needs its write token (HEAPDB_API_WRITE_TOKEN).
+    fails or is cancelled. The service needs its write token (HEAPDB_API_WRITE_TOKEN). While its
+    load queue is full it answers 503 with a Retry-After; the push then tries again, within
+    --retry-for.
     """
     import httpx
 
@@ -137,18 +151,30 @@ def push(
     size = os.path.getsize(file)
     try:
         with httpx.Client(base_url=base, headers=headers, timeout=httpx.Timeout(60.0)) as client:
-            # Checked first, with no body: a refusal (token, tag, size) comes before sending gigabytes.
-            limits = _answer(client.post(links.SNAPSHOTS, params=[*params, ("check", "true")]))
-            if encoding is None and size > limits["max_upload_bytes"]:
-                raise UploadError(f"{file} is {size:,} bytes; the service takes at most {limits['max_upload_bytes']:,}")
-            with bar(f"push {os.path.basename(file)}", total=size, unit="B") as b:
-                content = body(file, "none" if already else compress, b.update)
-                sent = client.post(
-                    links.SNAPSHOTS,
-                    params=params,
-                    content=content,
-                    headers={"Content-Encoding": encoding or "identity", "Content-Type": "application/octet-stream"},
-                )
+            give_up = time.monotonic() + retry_for
+            while True:
+                # Checked first, with no body: a refusal (token, tag, size) comes before sending gigabytes.
+                checked = client.post(links.SNAPSHOTS, params=[*params, ("check", "true")])
+                if _queue_full(checked, give_up):
+                    continue
+                limits = _answer(checked)
+                if encoding is None and size > limits["max_upload_bytes"]:
+                    raise UploadError(
+                        f"{file} is {size:,} bytes; the service takes at most {limits['max_upload_bytes']:,}"
+                    )
+                with bar(f"push {os.path.basename(file)}", total=size, unit="B") as b:
+                    content = body(file, "none" if already else compress, b.update)
+                    sent = client.post(
+                        links.SNAPSHOTS,
+                        params=params,
+                        content=content,
+                        headers={
+                            "Content-Encoding": encoding or "identity",
+                            "Content-Type": "application/octet-stream",
+                        },
+                    )
+                if not _queue_full(sent, give_up):  # the queue filled up while the body went: again
+                    break
             job = _answer(sent)
             _say(f"queued load job {job['id']} for {tag!r}: {base}{job['url']}")
             if wait:
@@ -166,6 +192,24 @@ def push(
         click.echo(
             f"loaded {report.get('objects', 0):,} objects and {report.get('references', 0):,} references as {tag!r}"
         )
+
+
+def _queue_full(response: Any, give_up: float) -> bool:
+    """Whether the service refused for a full load queue (503) and there is time to try again; if so,
+    waits as its Retry-After says (no later than ``give_up``, a ``time.monotonic()``)."""
+    if response.status_code != 503:
+        return False
+    try:
+        after = max(1.0, float(response.headers.get("retry-after", RETRY_AFTER)))
+    except ValueError:  # an HTTP date, or nothing usable
+        after = RETRY_AFTER
+    left = give_up - time.monotonic()
+    if left <= 0:
+        return False
+    pause = min(after, left)
+    _say(f"the service's load queue is full; trying again in {pause:.0f} s ({left:.0f} s of --retry-for left)")
+    time.sleep(pause)
+    return True
 
 
 def _follow(client: Any, job: dict[str, Any]) -> dict[str, Any]:
