@@ -523,7 +523,8 @@ def test_a_full_queue_or_a_full_disk_refuses_uploads_before_the_body(
             )
             assert patient.stderr is not None
             said = patient.stderr.readline()
-            assert "the service's load queue is full; trying again in 10 s" in said, said
+            assert "the service cannot take it now" in said and "HEAPDB_MAX_QUEUED" in said, said
+            assert "trying again in 10 s" in said, said
             assert client.delete(f"/api/jobs/{first.json()['id']}").status_code == 202
             wait_for_phase(client, first.json()["id"], jobs.ENDED)
             out, err = patient.communicate(timeout=300)

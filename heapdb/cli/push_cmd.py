@@ -21,8 +21,8 @@ from heapdb.service import links
 READ_BYTES = 1 << 20  # bytes of the file read (and compressed) at a time
 ZSTD_LEVEL = 3  # fast: compressing must keep up with the network
 POLL_SECONDS = 1.0  # how often --wait asks how the job does
-RETRY_FOR = 600.0  # seconds a push keeps trying a service whose load queue is full (--retry-for)
-RETRY_AFTER = 60.0  # seconds between tries when a 503 does not say (its Retry-After)
+RETRY_FOR = 600.0  # seconds a push keeps trying a service that answers 503 (--retry-for)
+RETRY_AFTER = 10.0  # seconds between tries when a 503 does not say (no Retry-After: its database away)
 GZIP_MAGIC, ZSTD_MAGIC = b"\x1f\x8b", b"\x28\xb5\x2f\xfd"
 META_PARAMETERS = ("build", "commit", "branch", "scenario", "platform")  # the service's own parameters
 ENDED = ("done", "failed", "cancelled")
@@ -66,13 +66,21 @@ def body(path: str, compress: str, on_bytes: Any) -> Iterator[bytes]:
 
 def _answer(response: Any) -> dict[str, Any]:
     """The service's JSON answer, or its refusal as an error."""
+    if response.status_code >= 400:
+        raise UploadError(f"the service refused ({response.status_code}): {_answer_text(response)}")
+    try:
+        return dict(response.json())
+    except ValueError:
+        raise UploadError(f"the service answered {response.status_code} without JSON: {response.text[:500]}") from None
+
+
+def _answer_text(response: Any) -> str:
+    """What the service said: its JSON ``error``, else the start of its body."""
     try:
         data = response.json()
     except ValueError:
-        data = {"error": response.text[:500]}
-    if response.status_code >= 400:
-        raise UploadError(f"the service refused ({response.status_code}): {data.get('error', data)}")
-    return dict(data)
+        return str(response.text[:500])
+    return str(data.get("error", data)) if isinstance(data, dict) else str(data)
 
 
 @main.command()
@@ -110,8 +118,8 @@ def _answer(response: Any) -> dict[str, Any]:
     default=RETRY_FOR,
     show_default=True,
     metavar="SECONDS",
-    help="While the service's load queue is full (503), try again when its Retry-After says, for at "
-    "most this long (0: never).",
+    help="While the service answers 503 (its load queue full, its database away), try again when its "
+    "Retry-After says, for at most this long (0: never).",
 )
 @click.option("--wait", is_flag=True, help="Wait for the load to end; exit non-zero if it fails.")
 @click.option("--json", "as_json", is_flag=True, help="Print the job as JSON.")
@@ -133,8 +141,8 @@ def push(
     memory; the service answers with a load job at once, whose URL this prints. With --wait it
     follows the job until the snapshot is loaded, and exits with status 1 and the load's error if it
     fails or is cancelled. The service needs its write token (HEAPDB_API_WRITE_TOKEN). While its
-    load queue is full it answers 503 with a Retry-After; the push then tries again, within
-    --retry-for.
+    load queue is full (or its database is away) it answers 503; the push then tries again when
+    its Retry-After says, within --retry-for.
     """
     import httpx
 
@@ -155,7 +163,7 @@ def push(
             while True:
                 # Checked first, with no body: a refusal (token, tag, size) comes before sending gigabytes.
                 checked = client.post(links.SNAPSHOTS, params=[*params, ("check", "true")])
-                if _queue_full(checked, give_up):
+                if _unavailable(checked, give_up):
                     continue
                 limits = _answer(checked)
                 if encoding is None and size > limits["max_upload_bytes"]:
@@ -173,7 +181,7 @@ def push(
                             "Content-Type": "application/octet-stream",
                         },
                     )
-                if not _queue_full(sent, give_up):  # the queue filled up while the body went: again
+                if not _unavailable(sent, give_up):  # the queue filled up while the body went: again
                     break
             job = _answer(sent)
             _say(f"queued load job {job['id']} for {tag!r}: {base}{job['url']}")
@@ -194,9 +202,10 @@ def push(
         )
 
 
-def _queue_full(response: Any, give_up: float) -> bool:
-    """Whether the service refused for a full load queue (503) and there is time to try again; if so,
-    waits as its Retry-After says (no later than ``give_up``, a ``time.monotonic()``)."""
+def _unavailable(response: Any, give_up: float) -> bool:
+    """Whether the service refused for now (503: its load queue full, its database away) and there is
+    time to try again; if so, says why and waits as its Retry-After says (no later than ``give_up``,
+    a ``time.monotonic()``)."""
     if response.status_code != 503:
         return False
     try:
@@ -207,7 +216,8 @@ def _queue_full(response: Any, give_up: float) -> bool:
     if left <= 0:
         return False
     pause = min(after, left)
-    _say(f"the service's load queue is full; trying again in {pause:.0f} s ({left:.0f} s of --retry-for left)")
+    why = _answer_text(response)
+    _say(f"the service cannot take it now ({why}); trying again in {pause:.0f} s ({left:.0f} s of --retry-for left)")
     time.sleep(pause)
     return True
 
