@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import random
+import struct
 from collections.abc import Sequence
 
 from heapgen import hprof_writer as hw
@@ -215,6 +216,32 @@ def small(id_size: int = 8, version: str = "1.0.2") -> tuple[HprofWriter, dict[s
     w.root(hw.ROOT_JAVA_FRAME, 0x9300, thread=1, frame=1)
     w.root(hw.ROOT_JNI_GLOBAL, 0x9400)
     return w, c
+
+
+DEEP_FIRST_OBJECT = 0x7000_0000  # the deep chain's first instance id: above every class id the writer hands out
+
+
+def deep_class_chain(classes: int, pad_every: int = 0) -> bytes:
+    """An hprof dump of ``classes`` classes each the super class of the next, one instance of each;
+    only the first declares a reference field (``next``: the instance of the class above), and every
+    ``pad_every``-th class an int field (0: none). Instance ids from DEEP_FIRST_OBJECT, deepest rooted."""
+    w = HprofWriter(8)
+    c = standard_classes(w)
+    chain = [w.add_class("deep/C0", c["java.lang.Object"], [("next", OBJECT), ("n", INT)])]
+    for level in range(1, classes):
+        padded = pad_every and level % pad_every == 0
+        chain.append(w.add_class(f"deep/C{level}", chain[-1], [("pad", INT)] if padded else []))
+    for level, class_id in enumerate(chain):
+        w.instance(DEEP_FIRST_OBJECT + level, class_id, {"next": DEEP_FIRST_OBJECT + level - 1 if level else 0})
+    w.root(hw.ROOT_JNI_GLOBAL, DEEP_FIRST_OBJECT + classes - 1)
+    return w.to_bytes()
+
+
+def with_empty_segments(dump: bytes, count: int) -> bytes:
+    """A segmented dump with ``count`` empty HEAP_DUMP_SEGMENT records (9 bytes each) before its end."""
+    end = len(dump) - 9  # the HEAP_DUMP_END record closes the file
+    assert dump[end] == 0x2C, "not a segmented dump ending in HEAP_DUMP_END"
+    return dump[:end] + (b"\x1c" + struct.pack(">II", 0, 0)) * count + dump[end:]
 
 
 def random_dump(rng: random.Random, id_size: int, android: bool) -> tuple[bytes, dict]:

@@ -25,8 +25,11 @@ from heapdb.loader.store import LoadInput
 from heapgen import hprof_writer as hw
 from heapgen.hprof_writer import INT, OBJECT, HprofWriter, standard_classes
 from heapgen.seeds import (
+    DEEP_FIRST_OBJECT,
+    deep_class_chain,
     random_dump,
     small,
+    with_empty_segments,
 )
 from tests.support.java import compile_java, dump_leak
 
@@ -624,17 +627,9 @@ def test_a_deep_class_hierarchy_reads_with_every_inherited_field(tmp_path: Path)
     """20,000 classes each the super class of the next, one instance of each, the only object field
     declared by the first: each instance's field is found at its offset under every class between.
     (Building the layouts walked each instance's whole chain: this 3.3 MB dump took 37 s.)"""
-    depth = 20_000
-    w = HprofWriter(8)
-    c = standard_classes(w)
-    chain = [w.add_class("deep/C0", c["java.lang.Object"], [("next", OBJECT), ("n", INT)])]
-    for level in range(1, depth):
-        chain.append(w.add_class(f"deep/C{level}", chain[-1], [("pad", INT)] if level % 1000 == 0 else []))
-    first = 0x7000_0000
-    for level, class_id in enumerate(chain):
-        w.instance(first + level, class_id, {"next": first + level - 1 if level else 0})
-    w.root(hw.ROOT_JNI_GLOBAL, first + depth - 1)
-    graph = hprof.read_graph(write(tmp_path, w.to_bytes()))
+    depth, first = 20_000, DEEP_FIRST_OBJECT
+    dump = deep_class_chain(depth, pad_every=1000)
+    graph = hprof.read_graph(write(tmp_path, dump))
     ids = graph.ids.tolist()
     nexts = {
         (ids[s], ids[int(graph.edge_to[e])])
@@ -652,9 +647,7 @@ def test_a_hundred_thousand_empty_segments_read_as_the_dump_without_them(tmp_pat
     the file size."""
     w, _ = small()
     plain = w.to_bytes(segment_records=1)
-    end = len(plain) - 9  # the HEAP_DUMP_END record closes the file
-    assert plain[end] == 0x2C
-    padded = plain[:end] + (b"\x1c" + struct.pack(">II", 0, 0)) * 100_000 + plain[end:]
+    padded = with_empty_segments(plain, 100_000)
     expected = hprof.read_graph(write(tmp_path, plain, "plain.hprof"))
     seen: list[int] = []
     path = write(tmp_path, padded, "padded.hprof")
