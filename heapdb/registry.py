@@ -13,6 +13,9 @@ from this table, and must stay as quick as a table (no pydantic, numpy or Neo4j 
 parameter models and the questions import; ``tests/test_startup.py`` checks it). The names resolve
 on first use, and ``tests/test_registry.py`` resolves every one of them.
 
+Why this module is long: it is the table, one entry of a dozen lines per question, and a question's
+help belongs beside its name rather than in a second file.
+
 The front ends: :mod:`heapdb.cli.question_cmd` (commands), :mod:`heapdb.service.question_routes`
 (REST, with a response model derived from the result type) and :mod:`heapdb.service.mcp` (tools).
 """
@@ -256,6 +259,52 @@ QUESTIONS: tuple[Question, ...] = (
         route="/find",
         agent="How to get an object id for `why`, `retains` or `object` when you know what you are looking for.",
         lists=("objects",),
+        reads=("objects",),
+    ),
+    Question(
+        "instances",
+        SNAPSHOT,
+        "A page of one type's objects, by retained size, self size or distance, filtered by name, "
+        "detachedness, bucket or what is new since another snapshot: DevTools' Summary view opened on a type.",
+        ask="instances",
+        params="Instances",
+        text="heapdb.renderers.text:instances_text",
+        route="/instances",
+        help="`total` counts the objects that pass the filters; --offset pages through them. --since needs ids "
+        "that name the same object in both snapshots (V8 snapshots of one process).",
+        agent="How to walk a type's objects after `types`: page with `offset`, then `why` or `references` on one.",
+        lists=("objects",),
+        reads=("objects",),
+    ),
+    Question(
+        "references",
+        OBJECT,
+        "One level of an object's retainers tree (what references it) or containment tree (what it "
+        "references), weak references marked, a page at a time.",
+        ask="references",
+        params="References",
+        text="heapdb.renderers.text:references_text",
+        route="/references",
+        help="Retainers come nearest the root first, unreachable holders last; what it references comes "
+        "largest retained first. Ask again for a listed object to go a level further.",
+        agent="Step through the retainers tree as DevTools' Retainers pane does: each row's object is the next "
+        "level's subject. `weak` references never retain; `dropped` ones are kept from retaining by rules.",
+        lists=("references",),
+        reads=("objects", "references"),
+    ),
+    Question(
+        "search",
+        SNAPSHOT,
+        "Search one snapshot: types by name (ignoring case), an object by id (123 or @123), strings by "
+        "content; the whole text, its start or anywhere in it.",
+        ask="search",
+        params="Search",
+        text="heapdb.renderers.text:search_text",
+        route="/search",
+        help="Strings are the format's plain strings, whose names are their contents as stored (cut at the "
+        "stored name length); concatenations are not searched. Each kind of match is paged by --offset.",
+        agent="Find an object to ask `why` about from what you know: a class name, an id, a text it holds.",
+        lists=("types", "strings"),
         reads=("objects",),
     ),
     Question(

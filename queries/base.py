@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 from heapdb.db import Database
 from heapdb.errors import HeapdbError, NotFound, OutdatedSnapshot, StillLoading
 from heapdb.loader.store import STORE_VERSION, Snapshot
+from heapdb.loader.store.listings import TypeListing
 from heapdb.loader.store.prune import summary_only
 from heapdb.queries import catalog
 from heapdb.queries.cache import AnswerCache
@@ -96,6 +97,20 @@ class Asking:
         if self.cache is None:
             return compute()
         return self.cache.get((snapshot.sid, *key), compute, weigh)
+
+    def _listing(self, snapshot: Snapshot, type_name: str) -> TypeListing | None:
+        """The type's listing stored at load (every reachable object of it, largest retained first),
+        kept by the cache once read; None for a type without one (the root's, synthetic root kinds')."""
+
+        def read() -> TypeListing | None:
+            rows = self._run("type-listing", tag=snapshot.tag, type=type_name)
+            if not rows or rows[0]["ids"] is None:
+                return None
+            return TypeListing.from_properties(rows[0]["ids"], rows[0]["names"], rows[0]["ends"])
+
+        return self._cached(
+            snapshot, ("type listing", type_name), read, weigh=lambda found: 0 if found is None else found.nbytes
+        )
 
     def _object(self, snapshot: Snapshot, object_id: int) -> ObjectInfo:
         rows = self._run("object-brief", tag=snapshot.tag, id=object_id)

@@ -32,6 +32,7 @@ MAX_DEPTH = 20  # levels of a dominated subtree
 MAX_LIMIT = 1000  # rows of a list of objects, nodes of a subtree (the stored ranks go this far)
 MAX_GROUP_LIMIT = 10_000  # rows of a list of types or retainer paths
 MAX_SAMPLES = 20  # example objects per row
+MAX_OFFSET = 1_000_000_000  # rows a page may pass over (a type's objects, an object's references)
 DEFAULT_TIMEOUT = settings.QUERY_TIMEOUT.fallback  # seconds per query, the service's and the CLI's
 TIMEOUT_RANGE = settings.TIMEOUT_RANGE
 
@@ -75,6 +76,60 @@ class Find(Params):
     type: str = Field(min_length=1, description="The objects' type, e.g. a constructor name.")
     name_contains: str = Field("", description="A text the object's name must contain (empty: any name).")
     limit: int = Field(10, ge=1, le=MAX_LIMIT, description="How many objects.")
+
+
+class Instances(Params):
+    """A page of one type's objects: the type page, and DevTools' Summary view opened on a type."""
+
+    stored = ("instances",)
+    type: str = Field(min_length=1, description="The objects' type, e.g. a constructor name.")
+    sort: Literal["retained_size", "self_size", "distance"] = Field(
+        "retained_size",
+        description="Retained or self size, largest first, or distance from the root, nearest first.",
+    )
+    offset: int = Field(0, ge=0, le=MAX_OFFSET, description="How many objects to pass over (the page's start).")
+    limit: int = Field(50, ge=1, le=MAX_LIMIT, description="How many objects.")
+    name_contains: str = Field("", description="A text the object's name must contain (empty: any name).")
+    detached: bool | None = Field(None, description="Only detached objects (true), or only attached ones (false).")
+    bucket: str | None = Field(None, description="Only objects a bucket rule put in this bucket (owner).")
+    since: str | None = Field(
+        None,
+        min_length=1,
+        description="Only objects new since this snapshot (a tag): no object of the same id and type in it. "
+        "Needs ids that name the same object in both (V8 snapshots of one process).",
+    )
+
+    @property
+    def filtered(self) -> bool:
+        """Whether a filter besides the name applies (the stored listing alone cannot answer)."""
+        return self.detached is not None or self.bucket is not None or self.since is not None
+
+
+class References(Params):
+    """One level of an object's retainers tree or containment tree."""
+
+    stored = ("retainer-level", "containment-level")
+    direction: Literal["in", "out"] = Field(
+        "in", description="in: what references the object (its retainers); out: what it references (containment)."
+    )
+    offset: int = Field(0, ge=0, le=MAX_OFFSET, description="How many references to pass over (the page's start).")
+    limit: int = Field(50, ge=1, le=MAX_LIMIT, description="How many references.")
+
+
+class Search(Params):
+    """A search of one snapshot: types by name, an object by id, strings by content."""
+
+    stored = ("type-search",)
+    text: str = Field(
+        min_length=1,
+        max_length=1000,
+        description="What to look for: a type name, an id (@123 or 123), a string's content.",
+    )
+    mode: Literal["exact", "prefix", "contains"] = Field(
+        "contains", description="How a name or content must match: whole, its start, or anywhere in it."
+    )
+    offset: int = Field(0, ge=0, le=MAX_OFFSET, description="How many of each kind of match to pass over.")
+    limit: int = Field(20, ge=1, le=MAX_LIMIT, description="How many of each kind of match.")
 
 
 class Why(Params):

@@ -15,11 +15,11 @@ from typing import Any, NamedTuple
 from heapdb.loader import views
 from heapdb.queries import params
 from heapdb.queries.base import SnapshotRef
+from heapdb.queries.browse import BrowseQuestions
 from heapdb.queries.compare import CompareQuestions
 from heapdb.queries.gate import GateQuestions
 from heapdb.queries.params import MAX_LIMIT
 from heapdb.queries.results import ObjectInfo
-from heapdb.queries.single import SnapshotQuestions
 from heapdb.queries.suspects import SuspectQuestions
 
 
@@ -30,7 +30,7 @@ class DominatedLargest(NamedTuple):
     largest: list[ObjectInfo]  # largest retained size first
 
 
-class Questions(CompareQuestions, GateQuestions, SnapshotQuestions, SuspectQuestions):
+class Questions(BrowseQuestions, CompareQuestions, GateQuestions, SuspectQuestions):
     """Every question, bound to one database, a per-query timeout and optionally a cache:
     ``Questions(database).why_alive("build123", 4711)``."""
 
@@ -68,12 +68,7 @@ class Questions(CompareQuestions, GateQuestions, SnapshotQuestions, SuspectQuest
         snapshot = self.snapshot(ref, objects=True)
 
         def compute() -> views.Lifelines:
-            listing = self._cached(
-                snapshot,
-                ("type listing", p.type),
-                lambda: self._type_listing(snapshot, p.type),
-                weigh=lambda found: 0 if found is None else found.nbytes,
-            )
+            listing = self._listing(snapshot, p.type)
             ids = None if listing is None else listing.ids.tolist()
             rows = self._run("lifelines", tag=snapshot.tag, type=p.type, name_contains=p.name_contains, ids=ids)
             return views.lifelines(

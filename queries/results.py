@@ -345,6 +345,49 @@ class ObjectDetails:
 
 
 @dataclass(frozen=True)
+class Instances:
+    """A page of one type's objects, in ``sort`` order, ``total`` of them passing the filters."""
+
+    tag: str
+    type: str
+    sort: str
+    offset: int
+    total: int
+    objects: list[ObjectInfo]
+
+
+@dataclass(frozen=True)
+class ReferenceLevel:
+    """A page of one object's references: what holds it (``direction`` "in", a level of its
+    retainers tree) or what it holds ("out", a level of its containment tree); ``total`` in all."""
+
+    tag: str
+    object: ObjectInfo
+    direction: str
+    offset: int
+    total: int
+    references: list[Neighbour]
+
+
+@dataclass(frozen=True)
+class SearchResults:
+    """What a search of one snapshot found: the object with that id, types by name and strings by
+    content, a page of each. ``string_total`` stops counting at ``counted_to`` (a search for "e"
+    would otherwise count every string of the heap)."""
+
+    tag: str
+    text: str
+    mode: str
+    offset: int
+    object: ObjectInfo | None
+    types: list[TypeRow]
+    type_total: int
+    strings: list[ObjectInfo]
+    string_total: int
+    counted_to: int
+
+
+@dataclass(frozen=True)
 class GateFinding:
     """One reason a candidate build may fail the gate: a leak signature new in it, a path that grew
     past the threshold, or a leak suspect type the baseline did not have."""

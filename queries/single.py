@@ -15,7 +15,7 @@ from heapdb.loader.inspections.common import ObjectRow
 from heapdb.loader.inspections.dom import DOM_TOTALS, DetachedDom, DetachedGroup, shows_dom
 from heapdb.loader.inspections.react import REACT_TOTALS, UnmountedComponent, UnmountedFibers
 from heapdb.loader.inspections.strings import STRING_TOTALS, DuplicateString, DuplicateStrings, StringOwner
-from heapdb.loader.store import DroppedReferences, Snapshot, TypeListing
+from heapdb.loader.store import DroppedReferences, Snapshot
 from heapdb.queries import ignoring, params
 from heapdb.queries.base import Asking, SnapshotRef
 from heapdb.queries.params import MAX_LIMIT
@@ -136,26 +136,29 @@ class SnapshotQuestions(Asking):
         row = rows[0]
 
         this = ObjectInfo.from_row(row["object"])
-        dropped = self._dropped(snapshot)
-
-        def neighbours(items: list[dict[str, Any]], incoming: bool) -> list[Neighbour]:
-            found = []
-            for item in items:
-                reference, other = Reference.from_row(item["reference"]), ObjectInfo.from_row(item["object"])
-                holder, target = (other, this) if incoming else (this, other)
-                if dropped is not None and not reference.weak and dropped.contains(holder.id, target.id):
-                    reference = replace(reference, dropped=True)
-                found.append(Neighbour(reference, other))
-            return found
-
         return ObjectDetails(
             tag=snapshot.tag,
             object=this,
-            incoming=neighbours(row["incoming"], incoming=True),
-            outgoing=neighbours(row["outgoing"], incoming=False),
+            incoming=self._neighbours(snapshot, this, row["incoming"], incoming=True),
+            outgoing=self._neighbours(snapshot, this, row["outgoing"], incoming=False),
             incoming_count=row["incoming_count"],
             outgoing_count=row["outgoing_count"],
         )
+
+    def _neighbours(
+        self, snapshot: Snapshot, this: ObjectInfo, items: list[dict[str, Any]], incoming: bool
+    ) -> list[Neighbour]:
+        """``this`` object's references as rows give them (``reference``, ``object``), each marked
+        ``dropped`` where the snapshot's rules keep it from retaining."""
+        dropped = self._dropped(snapshot)
+        found = []
+        for item in items:
+            reference, other = Reference.from_row(item["reference"]), ObjectInfo.from_row(item["object"])
+            holder, target = (other, this) if incoming else (this, other)
+            if dropped is not None and not reference.weak and dropped.contains(holder.id, target.id):
+                reference = replace(reference, dropped=True)
+            found.append(Neighbour(reference, other))
+        return found
 
     def find(self, ref: SnapshotRef, p: params.Find) -> list[ObjectInfo]:
         """Objects of ``p.type`` whose name contains ``p.name_contains``, largest retained first.
@@ -166,24 +169,13 @@ class SnapshotQuestions(Asking):
         (stored query ``find``), with the same answer.
         """
         snapshot = self.snapshot(ref, all_objects=True)
-        listing = self._cached(
-            snapshot,
-            ("type listing", p.type),
-            lambda: self._type_listing(snapshot, p.type),
-            weigh=lambda found: 0 if found is None else found.nbytes,
-        )
+        listing = self._listing(snapshot, p.type)
         if listing is None:
             rows = self._run("find", tag=snapshot.tag, type=p.type, name_contains=p.name_contains, limit=p.limit)
         else:
             ids = listing.matching(p.name_contains, p.limit).tolist()
             rows = self._run("objects-brief", tag=snapshot.tag, ids=ids) if ids else []
         return [ObjectInfo.from_row(r["object"]) for r in rows]
-
-    def _type_listing(self, snapshot: Snapshot, type_name: str) -> TypeListing | None:
-        rows = self._run("type-listing", tag=snapshot.tag, type=type_name)
-        if not rows or rows[0]["ids"] is None:
-            return None
-        return TypeListing.from_properties(rows[0]["ids"], rows[0]["names"], rows[0]["ends"])
 
     def resolve(self, ref: SnapshotRef, type_name: str, name_contains: str = "") -> int:
         """The id of the largest-retaining object of a type whose name contains a text."""

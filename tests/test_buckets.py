@@ -280,3 +280,19 @@ def test_reanalyze_rewrites_the_bucket_totals(database: Database, loads: Loads) 
     code, out, err = invoke("reanalyze", loads.plain, "--rules", "none", "--json")
     assert code == 0, err
     assert stored_buckets(database, loads.plain) is None
+
+
+def test_a_types_objects_filter_by_bucket(database: Database, loads: Loads) -> None:
+    ask = Questions(database)
+    for type_name, bucket, other in (("LeakedItem", "app", "engine"), ("(closure)", "engine", "app")):
+        rows = database.read(
+            "MATCH (s:Snapshot {tag: $tag, status: 'ready'}) MATCH (o:Object {sid: s.sid, type: $type}) "
+            "WHERE o.reachable AND o.bucket = $bucket RETURN o.id AS id ORDER BY o.retained_size DESC, o.id",
+            {"tag": loads.final, "type": type_name, "bucket": bucket},
+        )
+        expected = [r["id"] for r in rows]
+        found = ask.instances(loads.final, params.Instances(type=type_name, bucket=bucket, limit=1000))
+        assert 0 < found.total == len(expected)
+        assert [o.id for o in found.objects] == expected[:1000]
+        assert {o.bucket for o in found.objects} == {bucket}
+        assert ask.instances(loads.final, params.Instances(type=type_name, bucket=other)).total == 0

@@ -44,6 +44,9 @@ FRONT_ENDS = {
     params.Dom: ("dom", "/api/snapshots/{tag}/dom"),
     params.React: ("react", "/api/snapshots/{tag}/react"),
     params.Stale: ("stale", "/api/snapshots/{tag}/stale"),
+    params.Instances: ("instances", "/api/snapshots/{tag}/instances"),
+    params.References: ("references", "/api/snapshots/{tag}/objects/{object_id}/references"),
+    params.Search: ("search", "/api/snapshots/{tag}/search"),
 }
 
 # Passed on under the same name but in another unit: the question's share is the query's percentage.
@@ -96,7 +99,9 @@ def test_cli_options_come_from_the_declaration(model: type[params.Params]) -> No
     for field, info in model.model_fields.items():
         option = options[field]
         assert option.opts == ["--" + field.replace("_", "-")]
-        if not option.multiple:
+        if info.is_required():
+            assert option.required, field
+        elif not option.multiple:
             assert option.default == info.get_default(), field
         low, high = bounds(info)
         if low is not None or high is not None:

@@ -16,6 +16,7 @@ from heapdb.queries.results import (
     Diff,
     DominatorChain,
     GrowthReport,
+    Instances,
     LeakCluster,
     Leaks,
     Neighbour,
@@ -24,7 +25,9 @@ from heapdb.queries.results import (
     ObjectInfo,
     ObjectRef,
     Reference,
+    ReferenceLevel,
     Retains,
+    SearchResults,
     Suspects,
     Turnover,
     TypeRow,
@@ -370,4 +373,42 @@ def object_text(answer: ObjectDetails) -> str:
     lines += [
         f"  --[{reference_label(n.reference)}]-->{_not_retaining(n)} {describe(n.object)}" for n in answer.outgoing
     ]
+    return "\n".join(lines)
+
+
+def _page_note(shown: int, offset: int, total: int, more: str = "") -> str:
+    """ "objects 51-100 of 4,210" for a page of a longer list (nothing for an empty one)."""
+    if not shown:
+        return f"none of {total:,}" if total else "none"
+    return f"{offset + 1:,}-{offset + shown:,} of {total:,}{more}"
+
+
+def instances_text(answer: Instances) -> str:
+    """A page of a type's objects as a table, with where it stands in the whole."""
+    order = "nearest the root first" if answer.sort == "distance" else f"largest {answer.sort.replace('_', ' ')} first"
+    note = _page_note(len(answer.objects), answer.offset, answer.total)
+    return "\n".join([f"{answer.type} in {answer.tag}: {note}, {order}", objects_table(answer.objects)])
+
+
+def references_text(answer: ReferenceLevel) -> str:
+    """A page of an object's retainers (``in``) or of what it references (``out``)."""
+    heading = "referenced by" if answer.direction == "in" else "references"
+    lines = [describe(answer.object), f"{heading} ({_page_note(len(answer.references), answer.offset, answer.total)}):"]
+    for n in answer.references:
+        arrow = f"--[{reference_label(n.reference)}]-->{_not_retaining(n)}"
+        lines.append(
+            f"  {describe(n.object)} {arrow}" if answer.direction == "in" else f"  {arrow} {describe(n.object)}"
+        )
+    return "\n".join(lines)
+
+
+def search_text(answer: SearchResults) -> str:
+    """What a search found: the object with that id, then types, then strings."""
+    lines = [f"{answer.mode} {answer.text!r} in {answer.tag}:"]
+    lines.append(f"object with that id: {describe(answer.object)}" if answer.object else "no object with that id")
+    lines.append(f"types ({_page_note(len(answer.types), answer.offset, answer.type_total)}):")
+    lines += [f"  {r.type} ({r.count:,} objects, {human_bytes(r.retained_size)} retained)" for r in answer.types]
+    more = " or more" if answer.string_total >= answer.counted_to else ""
+    lines.append(f"strings ({_page_note(len(answer.strings), answer.offset, answer.string_total, more)}):")
+    lines += [f"  {describe(o)}" for o in answer.strings]
     return "\n".join(lines)

@@ -80,18 +80,26 @@ class TypeListing:
         """Roughly what the listing holds in memory (a cache weighs it by this)."""
         return int(self.ids.nbytes + self.ends.nbytes + len(self.names))
 
-    def matching(self, text: str, limit: int) -> np.ndarray:
-        """The ids of the first ``limit`` objects whose name contains ``text``, in listing order."""
+    def matching(self, text: str, limit: int, mode: str = "contains") -> np.ndarray:
+        """The ids of the first ``limit`` objects whose name matches ``text``, in listing order."""
+        return self.ids[self.places(text, limit, mode)]
+
+    def places(self, text: str, limit: int, mode: str = "contains") -> list[int]:
+        """Where in the listing the first ``limit`` objects are whose name holds ``text`` anywhere
+        (``mode`` "contains"), starts with it ("prefix") or is it ("exact")."""
         if not text:
-            return self.ids[:limit]
+            return list(range(min(limit, self.ids.size)))
         found: list[int] = []
         at = self.names.find(text)
         while at >= 0 and len(found) < limit:
             # The object whose name holds position ``at`` (names of length 0 hold none).
             k = int(np.searchsorted(self.ends, at, side="right"))
-            if at + len(text) <= self.ends[k]:
+            start, end = (int(self.ends[k - 1]) if k else 0), int(self.ends[k])
+            inside = at + len(text) <= end
+            if inside and (mode == "contains" or (at == start and (mode == "prefix" or at + len(text) == end))):
                 found.append(k)
             # Either way the next candidate starts in a later name: a match that crosses the end
-            # of name k started after every position where one fits inside it.
-            at = self.names.find(text, int(self.ends[k]))
-        return self.ids[found]
+            # of name k started after every position where one fits inside it, and a first match
+            # inside it that is not at its start is the only one a prefix could have been.
+            at = self.names.find(text, end)
+        return found

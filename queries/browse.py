@@ -1,0 +1,112 @@
+"""The questions behind browsing one snapshot as DevTools' Memory panel and MAT are browsed: a type's
+objects a page at a time, an object's retainers and containment trees a level at a time, and a search.
+
+Each answers one page of rows and how many there are in all, so a page, a tree level or a CLI
+listing can go on where it stopped (``offset``). A type's objects come from its listing stored at
+load (:class:`~heapdb.loader.store.listings.TypeListing`), so the commonest view, largest retained
+first, is a slice of an array; the other orders and the filters look the type's objects up by id.
+"""
+
+from __future__ import annotations
+
+import re
+
+from heapdb.loader.formats import named
+from heapdb.loader.store import Snapshot
+from heapdb.queries import params
+from heapdb.queries.base import SnapshotRef
+from heapdb.queries.results import Instances, ObjectInfo, ReferenceLevel, SearchResults, TypeRow
+from heapdb.queries.single import SnapshotQuestions
+
+# A search counts the strings it matches up to this many past its page, then says "or more".
+COUNT_STRINGS = 10_000
+LEVEL_QUERIES = {"in": "retainer-level", "out": "containment-level"}
+
+
+class BrowseQuestions(SnapshotQuestions):
+    def instances(self, ref: SnapshotRef, p: params.Instances) -> Instances:
+        """A page of the objects of ``p.type`` the root reaches, sorted by ``p.sort`` and filtered
+        (stored query ``instances``), with how many pass the filters."""
+        snapshot = self.snapshot(ref, all_objects=True)
+        listing = self._listing(snapshot, p.type)
+        if listing is not None and p.sort == "retained_size" and not p.filtered:
+            # The listing's order is this one: a slice, then the page's objects by id.
+            places = listing.places(p.name_contains, listing.ids.size)
+            ids = listing.ids[places[p.offset : p.offset + p.limit]].tolist()
+            found = self._brief(snapshot, ids)
+            return Instances(snapshot.tag, p.type, p.sort, p.offset, len(places), found)
+        if p.since is not None:
+            self.snapshot(p.since)  # an unknown tag is NotFound, not an empty page
+        ids = (
+            listing.ids.tolist()
+            if listing is not None
+            else [r["id"] for r in self._run("type-ids", tag=snapshot.tag, type=p.type)]
+        )
+        values = p.model_dump(exclude={"type"})
+        row = self._run("instances", tag=snapshot.tag, ids=ids, **values)[0]
+        objects = [ObjectInfo.from_row(o) for o in row["objects"]]
+        return Instances(snapshot.tag, p.type, p.sort, p.offset, row["total"], objects)
+
+    def references(
+        self, ref: SnapshotRef, object_id: int, p: params.References = params.References()
+    ) -> ReferenceLevel:
+        """A page of what references an object (``p.direction`` "in": one level of its retainers
+        tree, holders nearest the root first) or of what it references ("out": its containment
+        tree, largest first); weak references listed and marked."""
+        snapshot = self.snapshot(ref, objects=True)
+        rows = self._run(LEVEL_QUERIES[p.direction], tag=snapshot.tag, id=object_id, offset=p.offset, limit=p.limit)
+        if not rows:
+            raise self._not_found(snapshot, object_id)
+        this = ObjectInfo.from_row(rows[0]["object"])
+        found = self._neighbours(snapshot, this, rows[0]["rows"], incoming=p.direction == "in")
+        return ReferenceLevel(snapshot.tag, this, p.direction, p.offset, rows[0]["total"], found)
+
+    def search(self, ref: SnapshotRef, p: params.Search) -> SearchResults:
+        """Types whose name matches ``p.text`` (ignoring case), the object whose id it is, and strings
+        whose content matches it, a page of each."""
+        snapshot = self.snapshot(ref, all_objects=True)
+        types = self._run("type-search", tag=snapshot.tag, text=p.text, mode=p.mode, offset=p.offset, limit=p.limit)[0]
+        end = p.offset + p.limit
+        counted_to = end + COUNT_STRINGS
+        ids: list[int] = []  # the strings found, every string type's in turn, each largest retained first
+        for type_name in self._string_types(snapshot):
+            listing = self._listing(snapshot, type_name)
+            if listing is not None and len(ids) < counted_to:
+                ids += listing.matching(p.text, counted_to - len(ids), p.mode).tolist()
+        strings = self._brief(snapshot, ids[p.offset : end])
+        return SearchResults(
+            tag=snapshot.tag,
+            text=p.text,
+            mode=p.mode,
+            offset=p.offset,
+            object=self._by_id(snapshot, p.text),
+            types=[TypeRow(**row) for row in types["types"]],
+            type_total=types["total"],
+            strings=strings,
+            string_total=len(ids),
+            counted_to=counted_to,
+        )
+
+    def _string_types(self, snapshot: Snapshot) -> list[str]:
+        """The types whose objects are strings whose name is their content (the format's plain strings)."""
+        declared = named(snapshot.format)
+        if declared is None or declared.strings is None:
+            return []
+        kinds = sorted(declared.strings.plain)
+        rows = self._cached(
+            snapshot, ("string types",), lambda: self._run("string-types", tag=snapshot.tag, kinds=kinds)
+        )
+        return [r["type"] for r in rows]
+
+    def _by_id(self, snapshot: Snapshot, text: str) -> ObjectInfo | None:
+        """The object ``text`` names by id (``123`` or ``@123``), if the snapshot has it."""
+        digits = text.strip().removeprefix("@")
+        if not re.fullmatch(r"-?[0-9]{1,19}", digits) or not -(2**63) <= int(digits) < 2**63:
+            return None
+        found = self._brief(snapshot, [int(digits)])
+        return found[0] if found else None
+
+    def _brief(self, snapshot: Snapshot, ids: list[int]) -> list[ObjectInfo]:
+        """The objects with these ids, in their order, without their references."""
+        rows = self._run("objects-brief", tag=snapshot.tag, ids=ids) if ids else []
+        return [ObjectInfo.from_row(r["object"]) for r in rows]

@@ -1,0 +1,207 @@
+"""Browsing one snapshot: a type's objects a page at a time, an object's references a level at a
+time, and the search, on the real Neo4j with the leak program's real V8 snapshots, each answer
+checked against the snapshot's own arrays (brute force over the graph and its analysis)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from fastapi.testclient import TestClient
+
+from heapdb.cli import main
+from heapdb.db import Database
+from heapdb.errors import NotFound, ParameterError
+from heapdb.loader.graph import EdgeKind
+from heapdb.queries import params
+from heapdb.queries.questions import Questions
+from heapdb.service.app import create_app
+from tests.support.snapshots import Loaded
+
+PAGE = 70  # a page size that does not divide the leak's 600 objects of a type
+
+
+@pytest.fixture(scope="module")
+def ask(database: Database) -> Questions:
+    return Questions(database, timeout=60)
+
+
+def members(loaded: Loaded, type_name: str) -> np.ndarray:
+    """The nodes of ``type_name`` the root reaches (the root itself aside)."""
+    g, r = loaded.graph, loaded.result
+    wanted = [i for i, s in enumerate(g.strings) if s == type_name]
+    nodes = np.flatnonzero(np.isin(g.type, wanted) & (r.distance >= 0))
+    return nodes[nodes != g.root]
+
+
+def expected_ids(loaded: Loaded, nodes: np.ndarray, sort: str) -> list[int]:
+    g, r = loaded.graph, loaded.result
+    keys = {
+        "retained_size": lambda i: (-int(r.retained_size[i]), int(g.ids[i])),
+        "self_size": lambda i: (-int(g.self_size[i]), int(g.ids[i])),
+        "distance": lambda i: (int(r.distance[i]), int(g.ids[i])),
+    }
+    return [int(g.ids[i]) for i in sorted(nodes.tolist(), key=keys[sort])]
+
+
+def all_pages(ask: Questions, tag: str, **values: object) -> tuple[list[int], set[int]]:
+    """Every page of ``instances`` in turn: the ids in order, and each page's total."""
+    ids: list[int] = []
+    totals: set[int] = set()
+    offset = 0
+    while True:
+        page = ask.instances(tag, params.Instances(offset=offset, limit=PAGE, **values))  # type: ignore[arg-type]
+        totals.add(page.total)
+        assert page.offset == offset and len(page.objects) <= PAGE
+        ids += [o.id for o in page.objects]
+        if len(page.objects) < PAGE:
+            return ids, totals
+        offset += PAGE
+
+
+@pytest.mark.parametrize("sort", ["retained_size", "self_size", "distance"])
+def test_a_types_objects_come_a_page_at_a_time_in_each_order(ask: Questions, leak_loaded: Loaded, sort: str) -> None:
+    nodes = members(leak_loaded, "LeakedItem")
+    assert nodes.size == 600  # leak.js: 100 + 200 + 300 items
+    ids, totals = all_pages(ask, leak_loaded.tag, type="LeakedItem", sort=sort)
+    assert ids == expected_ids(leak_loaded, nodes, sort)
+    assert totals == {nodes.size}
+
+
+def test_a_name_filter_gives_the_same_objects_from_the_listing_and_from_the_objects(
+    ask: Questions, leak_loaded: Loaded
+) -> None:
+    g = leak_loaded.graph
+    nodes = members(leak_loaded, "(string)")
+    named = nodes[[g.node_name(int(i)).find("item-") >= 0 for i in nodes]]
+    assert named.size > PAGE
+    # Largest retained first is a slice of the stored listing; by self size the objects are read.
+    by_listing, totals = all_pages(ask, leak_loaded.tag, type="(string)", name_contains="item-")
+    assert by_listing == expected_ids(leak_loaded, named, "retained_size") and totals == {named.size}
+    by_objects, totals = all_pages(ask, leak_loaded.tag, type="(string)", name_contains="item-", sort="self_size")
+    assert by_objects == expected_ids(leak_loaded, named, "self_size") and totals == {named.size}
+
+
+def test_new_since_an_earlier_snapshot_is_what_it_had_no_object_of_that_id_and_type_for(
+    ask: Questions, leak_series_loaded: dict[str, Loaded]
+) -> None:
+    baseline, final = leak_series_loaded["baseline"], leak_series_loaded["final"]
+    nodes = members(final, "LeakedItem")
+    before = {(int(baseline.graph.ids[i]), baseline.graph.type_name(int(i))) for i in range(baseline.graph.node_count)}
+    new = nodes[[(int(final.graph.ids[i]), "LeakedItem") not in before for i in nodes]]
+    assert 0 < new.size < nodes.size
+    ids, totals = all_pages(ask, final.tag, type="LeakedItem", since=baseline.tag)
+    assert ids == expected_ids(final, new, "retained_size") and totals == {new.size}
+    # No page is detached in a Node process's heap; every one is attached.
+    assert ask.instances(final.tag, params.Instances(type="LeakedItem", detached=True)).total == 0
+    assert ask.instances(final.tag, params.Instances(type="LeakedItem", detached=False)).total == nodes.size
+    with pytest.raises(NotFound, match="no snapshot tagged 'nowhere'"):
+        ask.instances(final.tag, params.Instances(type="LeakedItem", since="nowhere"))
+    # A type the snapshot has not: an empty page, not an error.
+    assert ask.instances(final.tag, params.Instances(type="NoSuchType")).total == 0
+
+
+@pytest.mark.parametrize("direction", ["in", "out"])
+def test_an_objects_references_come_a_level_and_a_page_at_a_time(
+    ask: Questions, leak_loaded: Loaded, direction: str
+) -> None:
+    g, r = leak_loaded.graph, leak_loaded.result
+    # The object with the most references that way, of a type the leak makes many of: an array.
+    sources = g.edge_sources()
+    ends = sources if direction == "in" else g.edge_to
+    counts = np.bincount(g.edge_to if direction == "in" else sources, minlength=g.node_count)
+    node = int(np.argmax(np.where(r.distance >= 0, counts, -1)))
+    assert counts[node] > 2 * PAGE
+    object_id = int(g.ids[node])
+    seen: list[tuple[int, str]] = []
+    offset = 0
+    while True:
+        level = ask.references(
+            leak_loaded.tag, object_id, params.References(direction=direction, offset=offset, limit=PAGE)
+        )
+        assert level.object.id == object_id and level.total == counts[node] and level.direction == direction
+        seen += [(n.object.id, n.reference.name) for n in level.references]
+        if len(level.references) < PAGE:
+            break
+        offset += PAGE
+    edges = np.flatnonzero((g.edge_to if direction == "in" else sources) == node)
+    expected = sorted((int(g.ids[ends[e]]), g.edge_label(int(e))) for e in edges)
+    assert sorted(seen) == expected
+    # In order: holders nearest the root first, what it references largest first.
+    levels = [ask.references(leak_loaded.tag, object_id, params.References(direction=direction, limit=1000))]
+    found = levels[0].references
+    if direction == "in":
+        distances = [n.object.distance for n in found]
+        assert distances == sorted(distances, key=lambda d: (d is None, d or 0))
+    else:
+        sizes = [n.object.retained_size for n in found]
+        assert sizes == sorted(sizes, reverse=True)
+    with pytest.raises(NotFound):
+        ask.references(leak_loaded.tag, -12345, params.References(direction=direction))
+
+
+def test_weak_references_are_listed_and_marked(ask: Questions, leak_loaded: Loaded) -> None:
+    g, r = leak_loaded.graph, leak_loaded.result
+    weak = np.flatnonzero(g.edge_kind == EdgeKind.WEAK)
+    assert weak.size
+    sources = g.edge_sources()
+    edge = int(weak[np.argmax(r.distance[sources[weak]] >= 0)])
+    holder, target = int(g.ids[sources[edge]]), int(g.ids[g.edge_to[edge]])
+    level = ask.references(leak_loaded.tag, holder, params.References(direction="out", limit=1000))
+    marked = [n for n in level.references if n.object.id == target and n.reference.name == g.edge_label(edge)]
+    assert marked and all(n.reference.weak for n in marked)
+
+
+def test_a_search_finds_types_an_id_and_strings_as_the_snapshot_holds_them(ask: Questions, leak_loaded: Loaded) -> None:
+    g = leak_loaded.graph
+    strings = members(leak_loaded, "(string)")
+    names = {int(i): g.node_name(int(i)) for i in strings}
+    for mode, test in (
+        ("contains", lambda s: "item-1" in s),
+        ("prefix", lambda s: s.startswith("item-1")),
+        ("exact", lambda s: s == "item-1"),
+    ):
+        found = ask.search(leak_loaded.tag, params.Search(text="item-1", mode=mode, limit=1000))
+        expected = expected_ids(leak_loaded, np.array([i for i, s in names.items() if test(s)]), "retained_size")
+        assert [o.id for o in found.strings] == expected and found.string_total == len(expected), mode
+    # Types by name, ignoring case, most retained first; the totals say how many in all.
+    leaked = ask.search(leak_loaded.tag, params.Search(text="leaked", limit=1))
+    every_type = {t.type for t in ask.types(leak_loaded.tag, params.Types(limit=10_000))}
+    matching = sorted(t for t in every_type if "leaked" in t.lower())
+    assert leaked.type_total == len(matching) >= 2 and len(leaked.types) == 1
+    assert leaked.types[0].type in matching
+    exact = ask.search(leak_loaded.tag, params.Search(text="leakeditem", mode="exact"))
+    assert [t.type for t in exact.types] == ["LeakedItem"] and exact.types[0].count == 600
+    # An id, with or without its @; a number no object has finds none.
+    object_id = int(g.ids[members(leak_loaded, "LeakedItem")[0]])
+    for text in (str(object_id), f"@{object_id}"):
+        assert ask.search(leak_loaded.tag, params.Search(text=text)).object.id == object_id  # type: ignore[union-attr]
+    assert ask.search(leak_loaded.tag, params.Search(text="99999999999999999999")).object is None
+    with pytest.raises(ParameterError, match="text"):
+        params.Search(text="")
+
+
+def test_the_cli_and_rest_answer_the_same_pages(leak_loaded: Loaded) -> None:
+    client = TestClient(create_app(token=""))
+    tag = leak_loaded.tag
+    for command, route, query in (
+        (
+            ["instances", tag, "--type", "LeakedItem", "--offset", "5", "--limit", "7"],
+            f"/api/snapshots/{tag}/instances",
+            {"type": "LeakedItem", "offset": 5, "limit": 7},
+        ),
+        (
+            ["search", tag, "--text", "item-2", "--mode", "prefix"],
+            f"/api/snapshots/{tag}/search",
+            {"text": "item-2", "mode": "prefix"},
+        ),
+    ):
+        result = CliRunner().invoke(main, [*command, "--format", "json"])
+        assert result.exit_code == 0, result.stderr
+        rest = client.get(route, params=query)
+        assert rest.status_code == 200
+        assert json.loads(result.stdout) == rest.json()
+    bad = client.get(f"/api/snapshots/{tag}/instances", params={"type": "LeakedItem", "sort": "colour"})
+    assert bad.status_code == 422
