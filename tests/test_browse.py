@@ -52,7 +52,7 @@ def all_pages(ask: Questions, tag: str, **values: object) -> tuple[list[int], se
     totals: set[int] = set()
     offset = 0
     while True:
-        page = ask.instances(tag, params.Instances(offset=offset, limit=PAGE, **values))  # type: ignore[arg-type]
+        page = ask.instances(tag, params.Instances(offset=offset, limit=PAGE, **values))
         totals.add(page.total)
         assert page.offset == offset and len(page.objects) <= PAGE
         ids += [o.id for o in page.objects]
@@ -190,7 +190,7 @@ def test_the_cli_and_rest_answer_the_same_pages(leak_loaded: Loaded) -> None:
         (
             ["instances", tag, "--type", "LeakedItem", "--offset", "5", "--limit", "7"],
             f"/api/snapshots/{tag}/instances",
-            {"type": "LeakedItem", "offset": 5, "limit": 7},
+            {"type": "LeakedItem", "offset": "5", "limit": "7"},
         ),
         (
             ["search", tag, "--text", "item-2", "--mode", "prefix"],
