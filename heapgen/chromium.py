@@ -166,9 +166,7 @@ class ChromiumPage:
         wait for the page it leads to, and return that page's URL."""
         session = self._live()
         before = session.evaluate("location.href")
-        x, y = session.evaluate(f"({_VISIBLE_POINT})({json.dumps(selector)})")
-        for kind in ("mouseMoved", "mousePressed", "mouseReleased"):
-            session.call("Input.dispatchMouseEvent", {"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1})
+        self.click(selector)
         session.wait_for(f"location.href !== {json.dumps(before)} && document.readyState === 'complete'")
         return str(session.evaluate("location.href"))
 
@@ -187,7 +185,24 @@ class ChromiumPage:
         "Tab": {"key": "Tab", "code": "Tab", "windowsVirtualKeyCode": 9},
         "Enter": {"key": "Enter", "code": "Enter", "windowsVirtualKeyCode": 13, "text": "\r"},
         "Escape": {"key": "Escape", "code": "Escape", "windowsVirtualKeyCode": 27},
+        "ArrowDown": {"key": "ArrowDown", "code": "ArrowDown", "windowsVirtualKeyCode": 40},
+        "ArrowUp": {"key": "ArrowUp", "code": "ArrowUp", "windowsVirtualKeyCode": 38},
+        "ArrowRight": {"key": "ArrowRight", "code": "ArrowRight", "windowsVirtualKeyCode": 39},
+        "ArrowLeft": {"key": "ArrowLeft", "code": "ArrowLeft", "windowsVirtualKeyCode": 37},
+        "/": {"key": "/", "code": "Slash", "windowsVirtualKeyCode": 191, "text": "/"},
     }
+
+    def type_text(self, text: str) -> None:
+        """Type ``text`` into the focused field, as a keyboard's input would arrive."""
+        self._live().call("Input.insertText", {"text": text})
+
+    def click(self, selector: str) -> None:
+        """Click the first element matching ``selector`` with the mouse, staying on the page (a
+        control the page's script answers, not a link to another page)."""
+        session = self._live()
+        x, y = session.evaluate(f"({_VISIBLE_POINT})({json.dumps(selector)})")
+        for kind in ("mouseMoved", "mousePressed", "mouseReleased"):
+            session.call("Input.dispatchMouseEvent", {"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1})
 
     def press(self, key: str, *, shift: bool = False) -> None:
         """Press and release a key (one of :attr:`KEYS`) as a person would, with Shift if asked."""

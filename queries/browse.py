@@ -47,6 +47,12 @@ class BrowseQuestions(SnapshotQuestions):
         objects = [ObjectInfo.from_row(o) for o in row["objects"]]
         return Instances(snapshot.tag, p.type, p.sort, p.offset, row["total"], objects)
 
+    def type_row(self, ref: SnapshotRef, type_name: str) -> TypeRow | None:
+        """The totals of one type (as ``types`` lists them); None for a type the snapshot has none of."""
+        snapshot = self.snapshot(ref)
+        rows = self._run("type-search", tag=snapshot.tag, text=type_name, mode="exact", limit=1000)[0]["types"]
+        return next((TypeRow(**r) for r in rows if r["type"] == type_name), None)  # the search ignores case
+
     def references(
         self, ref: SnapshotRef, object_id: int, p: params.References = params.References()
     ) -> ReferenceLevel:

@@ -72,12 +72,6 @@ def growth_page(tags: Sequence[str], by: str = "type") -> str:
     return _query(GROWTH, [*(("tag", t) for t in tags), ("by", by)])
 
 
-def find_type_api(tag: str, type_name: str) -> str:
-    """The API's objects of a type in a snapshot, largest retained first: where a grown type's
-    objects are (a diff row names no object of its own to link to)."""
-    return _query(links.path(links.FIND, tag=tag), [("type", type_name)])
-
-
 # The snapshots page's compare form and these pages' own links build their URLs with these.
 templates.globals.update(
     compare_path=COMPARE,
@@ -86,7 +80,6 @@ templates.globals.update(
     compare_page=compare_page,
     leaks_page=leaks_page,
     growth_page=growth_page,
-    find_type_api=find_type_api,
     line_colour=charts.line_colour,
 )
 

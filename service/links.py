@@ -71,13 +71,16 @@ HOME_PAGE = "/"  # the snapshots
 SNAPSHOT_PAGE = "/snapshots/{tag:segment}"
 OBJECT_PAGE = SNAPSHOT_PAGE + "/objects/{object_id}"
 TREEMAP_PAGE = SNAPSHOT_PAGE + "/treemap"
+TYPE_PAGE = SNAPSHOT_PAGE + "/types/{type:segment}"  # a type's objects (DevTools' Summary, opened)
+TREE_PAGE = OBJECT_PAGE + "/tree"  # one level of an object's retainers or containment tree
+SEARCH_PAGE = "/search"
 COMPARE_PAGE = "/compare"
 LEAKS_PAGE = COMPARE_PAGE + "/leaks"
 GROWTH_PAGE = COMPARE_PAGE + "/growth"
 QUERIES_PAGE = "/queries"
 QUERY_PAGE = QUERIES_PAGE + "/{name}"
 LOGIN = "/login"  # no twin
-STATIC = "/static"  # the style sheet and the icon
+STATIC = "/static"  # the style sheet, the pages' small client and the icon
 JSON_SUFFIX = ".json"
 
 _PLACEHOLDER = re.compile(r"\{(\w+)(?::\w+)?\}")

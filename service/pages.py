@@ -33,10 +33,10 @@ from heapdb.loader.store.prune import SUMMARY_ANSWERS, load_again
 from heapdb.loader.store.snapshots import BUILD_META
 from heapdb.queries import params
 from heapdb.queries.questions import Questions
-from heapdb.queries.results import ObjectInfo, Retains
+from heapdb.queries.results import ObjectDetails, ObjectInfo, ReferenceLevel, Retains
 from heapdb.renderers import drawing, text
 from heapdb.renderers import treemap as treemaps
-from heapdb.service import links
+from heapdb.service import links, trees
 from heapdb.service.links import JSON_SUFFIX, LOGIN, page_path
 from heapdb.units import human_bytes
 
@@ -227,6 +227,7 @@ def add_pages(app: FastAPI, questions: Callable[[], Questions], token: str | Non
             data["tree"] = retained_tree(retains)
             data["ignored_objects"] = {i: brief(ask, found, i) for i in view.ignore_id}
             data["here"] = lambda **changes: object_view_url(found.tag, object_id, view, **changes)
+            data |= object_trees(ask, found, details, view)
             more = min(view.limit * 4, params.MAX_LIMIT)
             shown_all = details.incoming_count <= view.limit and details.outgoing_count <= view.limit
             data["more"] = None if shown_all or view.limit >= params.MAX_LIMIT else more
@@ -278,17 +279,47 @@ class ObjectView(params.Why):
     """An object page's query: the why-alive parameters (ignores, ``k``) and the references' limit."""
 
     limit: int = Field(NEIGHBOURS, ge=1, le=params.MAX_LIMIT, description="References to list in each direction.")
+    open: tuple[str, ...] = Field(
+        (), description="Open nodes of the retainers (in:ID.ID...) and containment (out:ID.ID...) trees (repeatable)."
+    )
 
     @property
     def why(self) -> params.Why:
         return params.Why(**self.model_dump(include=set(params.Why.model_fields)))
 
 
+def object_trees(ask: Questions, found: Snapshot, details: ObjectDetails, view: ObjectView) -> dict[str, Any]:
+    """The object page's retainers and containment trees, their first levels the references
+    ``details`` lists, the nodes ``view`` opens read below them."""
+    opened = trees.parse_open(view.open)
+    subject = details.object
+
+    def toggle(direction: str, path: trees.Path, opening: bool) -> str:
+        value = trees.open_value(direction, path)
+        now = trees.closed(view.open, direction, path)
+        if opening:
+            now = [v for v in now if not value.startswith(v + ".")] + [value]  # below an open node: implied
+        elif len(path) > 1:
+            now.append(trees.open_value(direction, path[:-1]))  # its holder stays open
+        anchor = "retainers-title" if direction == "in" else "containment-title"
+        return object_view_url(found.tag, subject.id, view, open=sorted(set(now))) + "#" + anchor
+
+    firsts = {
+        "in": ReferenceLevel(found.tag, subject, "in", 0, details.incoming_count, details.incoming),
+        "out": ReferenceLevel(found.tag, subject, "out", 0, details.outgoing_count, details.outgoing),
+    }
+    levels = {d: trees.level(ask, found, subject.id, d, opened=opened[d], answer=first) for d, first in firsts.items()}
+    return {"retainers": levels["in"], "containment": levels["out"], "toggle": toggle}
+
+
 def query_values(request: Request, model: type[params.Params]) -> dict[str, Any]:
-    """The query's values of ``model``'s fields: every value of a repeatable one, the last of others."""
+    """The query's values of ``model``'s fields: every value of a repeatable one, the last of others.
+    An empty value of a field whose default is None is no value (a form's "any" choice)."""
     values: dict[str, Any] = {}
     for name, field in model.model_fields.items():
         given = request.query_params.getlist(name)
+        if field.default is None:
+            given = [g for g in given if g != ""]
         if given:
             values[name] = tuple(given) if isinstance(field.default, tuple) else given[-1]
     return values

@@ -7,6 +7,8 @@ import pytest
 from tests.support import schedule, tiers
 from tests.support.browser_fixtures import dom_page_loaded, dom_page_snapshot, react_loaded, react_snapshots  # noqa: F401
 from tests.support.neo4j_fixtures import (  # noqa: F401
+    ask,
+    client,
     database,
     isolated_heapdb_home,
     leak_loaded,

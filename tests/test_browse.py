@@ -12,7 +12,6 @@ from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
 from heapdb.cli import main
-from heapdb.db import Database
 from heapdb.errors import NotFound, ParameterError
 from heapdb.loader.graph import EdgeKind
 from heapdb.queries import params
@@ -21,11 +20,6 @@ from heapdb.service.app import create_app
 from tests.support.snapshots import Loaded
 
 PAGE = 70  # a page size that does not divide the leak's 600 objects of a type
-
-
-@pytest.fixture(scope="module")
-def ask(database: Database) -> Questions:
-    return Questions(database, timeout=60)
 
 
 def members(loaded: Loaded, type_name: str) -> np.ndarray:

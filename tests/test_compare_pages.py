@@ -24,7 +24,7 @@ from heapdb.queries import params
 from heapdb.queries.questions import Questions
 from heapdb.queries.results import Diff
 from heapdb.renderers import charts, text
-from heapdb.service import compare_pages, links, pages
+from heapdb.service import browse_pages, compare_pages, links, pages
 from heapdb.service.app import create_app
 from heapdb.units import human_bytes
 from tests.support.chromium import ChromiumPage
@@ -39,16 +39,6 @@ LABELS = ("baseline", "target", "final")
 def tags(leak_series_loaded: dict[str, Loaded]) -> list[str]:
     """The three leak.js snapshots' tags, oldest first (so the snapshots page lists them in that order)."""
     return [leak_series_loaded[label].tag for label in LABELS]
-
-
-@pytest.fixture(scope="module")
-def ask(database: Database) -> Questions:
-    return Questions(database, timeout=60)
-
-
-@pytest.fixture(scope="module")
-def client(database: Database) -> TestClient:
-    return TestClient(create_app(token=""))
 
 
 def as_json(answer: Any) -> Any:
@@ -118,11 +108,16 @@ def test_the_compare_page_shows_each_row_the_cli_flame_graph_and_sort_links(
                 assert 'aria-sort="descending"' in html
             else:
                 assert f'href="{link.replace("&", "&amp;")}"' in html
-    # A type row leads to that type's objects in the later snapshot, which the API answers.
+    # A type row leads to that type's objects in the later snapshot new since the earlier one.
     type_page = client.get(compare_pages.compare_page(before, after, "type")).text
     first = unescape(re.findall(r'<th scope="row"><a href="([^"]+)"', type_page)[0])
-    found = client.get(first)
-    assert found.status_code == 200 and found.json(), first
+    assert client.get(first).status_code == 200
+    base, _, query = first.partition("?")
+    twin = client.get(f"{base}.json?{query}").json()
+    type_name = twin["instances"]["type"]
+    assert first == browse_pages.type_page(after, type_name, since=before)
+    expected = ask.instances(after, params.Instances(type=type_name, since=before))
+    assert twin["instances"]["total"] == expected.total
 
 
 @pytest.mark.parametrize("by", ["id", "path"])

@@ -317,7 +317,7 @@ def test_stored_queries_over_http_behind_the_token(database: Database, loaded: d
 
     async def agent(client: ClientSession) -> None:
         found["tools"] = {t.name for t in (await client.list_tools()).tools}
-        found["queries"] = await call(client, "queries")
+        found["queries"] = await whole(client, "queries", ("queries",))
         found["rows"] = await call(client, "query", name="top", parameters={"tag": loaded["final"], "limit": 5})
         found["resource"] = await client.read_resource("heapdb://snapshots")
         found["first page"] = await call(client, "snapshots")
@@ -327,7 +327,7 @@ def test_stored_queries_over_http_behind_the_token(database: Database, loaded: d
         server.session(agent)
     assert refused.status_code == 401
     assert found["tools"] == TOOLS
-    assert [q["name"] for q in found["queries"]["queries"]] == list(catalog.catalog())
+    assert [q["name"] for q in joined(found["queries"], "queries")] == list(catalog.catalog())
     rows = catalog.run(database, "top", {"tag": loaded["final"], "limit": 5})
     assert found["rows"]["rows"] == json.loads(json.dumps(rows)) and len(rows) == 5
     # The resource is the `snapshots` tool's first page (other tests' snapshots may fill it).

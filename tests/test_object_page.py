@@ -38,16 +38,6 @@ def loaded(database: Database, leak_snapshot: Path):
         yield loaded
 
 
-@pytest.fixture(scope="module")
-def client(database: Database) -> TestClient:
-    return TestClient(create_app(token=""))
-
-
-@pytest.fixture(scope="module")
-def ask(database: Database) -> Questions:
-    return Questions(database, timeout=60)
-
-
 def deepest(loaded: Loaded, type_name: str) -> int:
     """The id of the object of ``type_name`` farthest from the root (as tests/test_pages.py picks it)."""
     g, r = loaded.graph, loaded.result
@@ -225,13 +215,13 @@ def test_references_come_a_page_at_a_time_up_to_the_limit(client: TestClient, as
     page = client.get(url).text
     details = ask.object(loaded.tag, table, params.ObjectDetails(limit=pages.NEIGHBOURS))
     assert details.outgoing_count > 4 * pages.NEIGHBOURS
-    holds = section(page, "outgoing-title")
+    holds = section(page, "containment-title")
     assert f"first {pages.NEIGHBOURS} of {details.outgoing_count:,}" in holds
-    more = re.search(r'<a href="([^"#]*)#outgoing-title">Show the first ([\d,]+)</a>', holds)
+    more = re.search(r'<a href="([^"#]*)#containment-title">Show the first ([\d,]+)</a>', holds)
     assert more is not None and more.group(2) == f"{4 * pages.NEIGHBOURS:,}"
     assert parse_qs(urlsplit(more.group(1)).query) == {"limit": [str(4 * pages.NEIGHBOURS)]}
     bigger = client.get(more.group(1)).text
-    rows = re.findall(r'<th scope="row"><a href="[^"]*/objects/(-?\d+)"', section(bigger, "outgoing-title"))
+    rows = re.findall(r'data-open="out:(-?\d+)"', section(bigger, "containment-title"))
     wider = ask.object(loaded.tag, table, params.ObjectDetails(limit=4 * pages.NEIGHBOURS))
     assert [int(r) for r in rows] == [n.object.id for n in wider.outgoing]
     twin = client.get(url + pages.JSON_SUFFIX, params={"limit": 4 * pages.NEIGHBOURS}).json()

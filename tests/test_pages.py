@@ -22,7 +22,7 @@ from markupsafe import escape
 from heapdb.db import Database
 from heapdb.queries import params
 from heapdb.queries.questions import Questions
-from heapdb.service import links, pages
+from heapdb.service import browse_pages, links, pages
 from heapdb.service.app import create_app
 from tests.support.chromium import ChromiumPage
 from tests.support.pages import LINKED_ID, SCREENSHOTS, loaded_for_pages
@@ -38,11 +38,6 @@ def loaded(database: Database, leak_snapshot: Path):
     tag = f"release/{uuid.uuid4().hex[:6]}.json"
     with loaded_for_pages(database, leak_snapshot, "pages", tag, meta=BUILD) as loaded:
         yield loaded
-
-
-@pytest.fixture(scope="module")
-def client(database: Database) -> TestClient:
-    return TestClient(create_app(token=""))
 
 
 class Anchors(HTMLParser):
@@ -103,8 +98,11 @@ def test_the_snapshot_page_shows_the_api_answers_and_links_each_object(
     for sort in ("count", "self_size", "retained_size"):
         html_text = client.get(url, params={"sort": sort, "limit": 10}).text
         section = html_text[html_text.index('id="types-title"') :]
-        rows = [unescape(name) for name in re.findall(r'<th scope="row">(.*?)</th>', section)]
-        assert rows == [t.type for t in ask.types(loaded.tag, params.Types(sort=sort, limit=10))], sort
+        linked = re.findall(r'<th scope="row"><a href="([^"]*)">(.*?)</a></th>', section)
+        expected = [t.type for t in ask.types(loaded.tag, params.Types(sort=sort, limit=10))]
+        assert [unescape(name) for _, name in linked] == expected, sort
+        # Each type opens its objects' page.
+        assert [unescape(href) for href, _ in linked] == [browse_pages.type_page(loaded.tag, t) for t in expected]
 
 
 def test_the_object_page_draws_why_alive_with_every_box_a_link(client: TestClient, loaded: Loaded) -> None:

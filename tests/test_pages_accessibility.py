@@ -1,6 +1,7 @@
 """Accessibility of every page type, checked by axe-core (pinned in tests/js/package.json) in a real
 headless Chromium: no violation of impact "serious" or "critical" on the snapshots, one snapshot,
-one object, the treemap, signing in (with and without a token to ask for) and an error page."""
+one object (its trees opened), the treemap, a type's objects, a tree level, the search, signing in
+(with and without a token to ask for) and an error page."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import httpx
 import pytest
 
 from heapdb.db import Database
-from heapdb.service import pages
+from heapdb.service import browse_pages, pages
 from heapdb.service.app import create_app
 from tests.support.chromium import ChromiumPage
 from tests.support.pages import AXE, IMPACTS
@@ -27,6 +28,9 @@ def test_every_page_type_passes_axe(database: Database, loaded: Loaded) -> None:
         base = f"http://127.0.0.1:{port}"
         snapshot = pages.page_path(pages.SNAPSHOT, tag=loaded.tag)
         top = httpx.get(base + snapshot + pages.JSON_SUFFIX).json()["top"][0]["id"]
+        details = httpx.get(base + pages.object_page(loaded.tag, top) + pages.JSON_SUFFIX).json()["details"]
+        holder = details["incoming"][0]["object"]["id"]
+        held = details["outgoing"][0]["object"]["id"]
         treemap = pages.page_path(pages.TREEMAP, tag=loaded.tag)
         seen: dict[str, list[str]] = {}
         for name, url in {
@@ -35,6 +39,10 @@ def test_every_page_type_passes_axe(database: Database, loaded: Loaded) -> None:
             "object": pages.object_page(loaded.tag, top),
             "treemap": treemap,
             "treemap descended": pages.treemap_page(loaded.tag, top),
+            "object, trees open": pages.object_page(loaded.tag, top) + f"?open=in:{holder}&open=out:{held}",
+            "type": browse_pages.type_page(loaded.tag, "LeakedItem", sort="distance", offset=50),
+            "tree level": browse_pages.tree_page(loaded.tag, top, "out", (held,)),
+            "search": browse_pages.search_page(loaded.tag, "item-1"),
             "login": pages.LOGIN,
             "error": pages.page_path(pages.SNAPSHOT, tag="no such tag"),
         }.items():

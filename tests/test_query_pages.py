@@ -33,11 +33,6 @@ def loaded(leak_loaded: Loaded) -> Loaded:
     return leak_loaded
 
 
-@pytest.fixture(scope="module")
-def client(database: Database) -> TestClient:
-    return TestClient(create_app(token=""))
-
-
 def test_the_catalog_page_lists_every_stored_query_and_links_each(client: TestClient) -> None:
     twin = client.get(query_pages.QUERIES + pages.JSON_SUFFIX)
     assert twin.status_code == 200

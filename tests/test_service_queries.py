@@ -28,11 +28,6 @@ def loaded(database: Database, leak_snapshots: dict[str, Path]):
     return tag, graph, result
 
 
-@pytest.fixture(scope="module")
-def client(database: Database) -> TestClient:
-    return TestClient(create_app(token=""))
-
-
 def leak_item(graph, result) -> int:
     items = [i for i in range(graph.node_count) if graph.type_name(i) == "LeakedItem"]
     return int(graph.ids[max(items, key=lambda i: (result.distance[i], -i))])

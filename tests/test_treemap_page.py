@@ -36,11 +36,6 @@ def loaded(leak_loaded: Loaded) -> Loaded:
     return leak_loaded
 
 
-@pytest.fixture(scope="module")
-def client(database: Database) -> TestClient:
-    return TestClient(create_app(token=""))
-
-
 def children_in_tree(loaded: Loaded, parent: int) -> np.ndarray:
     r = loaded.result
     return np.flatnonzero((r.idom == parent) & r.reachable & (np.arange(len(r.idom)) != parent))

@@ -12,8 +12,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fastapi.testclient import TestClient
 
 from heapdb import config, db, neo4j_server
+from heapdb.queries.questions import Questions
 from tests.support.snapshots import Loaded, load_snapshot
 from tests.support.tiers import needs
 
@@ -83,3 +85,18 @@ def leak_series_loaded(database: db.Database, leak_snapshots: dict[str, Path]) -
 def leak_loaded(leak_series_loaded: dict[str, Loaded]) -> Loaded:
     """The ``final`` one of :func:`leak_series_loaded`."""
     return leak_series_loaded["final"]
+
+
+@pytest.fixture(scope="module")
+def ask(database: db.Database) -> Questions:
+    """The questions over the test database, without a cache, as the CLI asks them."""
+    return Questions(database, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def client(database: db.Database) -> TestClient:
+    """The service over the test database, without a token; one a module, so each module's answers
+    are cached apart from the others'."""
+    from heapdb.service.app import create_app  # the service's imports only where a test asks for it
+
+    return TestClient(create_app(token=""))
