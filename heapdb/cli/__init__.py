@@ -78,6 +78,10 @@ OTHER_COMMANDS: dict[str, tuple[str, str]] = {
         "heapdb.cli.query_cmd",
         "List the stored queries and their parameters (run one with `heapdb query NAME`).",
     ),
+    "open": (
+        "heapdb.cli.open_cmd",
+        "Open a snapshot's page in the browser: load FILE if needed, start the service if none runs.",
+    ),
     "push": (
         "heapdb.cli.push_cmd",
         "Send the snapshot FILE to a heapdb service, which loads it as TAG in the background.",
