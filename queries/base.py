@@ -106,7 +106,10 @@ class Asking:
             rows = self._run("type-listing", tag=snapshot.tag, type=type_name)
             if not rows or rows[0]["ids"] is None:
                 return None
-            return TypeListing.from_properties(rows[0]["ids"], rows[0]["names"], rows[0]["ends"])
+            row = rows[0]
+            return TypeListing.from_properties(
+                row["ids"], row["names"], row["ends"], row["self_sizes"], row["distances"]
+            )
 
         return self._cached(
             snapshot, ("type listing", type_name), read, weigh=lambda found: 0 if found is None else found.nbytes

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
 from heapdb.loader.formats import named
 from heapdb.loader.store import Snapshot
 from heapdb.queries import params
@@ -25,18 +27,27 @@ LEVEL_QUERIES = {"in": "retainer-level", "out": "containment-level"}
 
 class BrowseQuestions(SnapshotQuestions):
     def instances(self, ref: SnapshotRef, p: params.Instances) -> Instances:
-        """A page of the objects of ``p.type`` the root reaches, sorted by ``p.sort`` and filtered
-        (stored query ``instances``), with how many pass the filters."""
+        """A page of the objects of ``p.type``, sorted by ``p.sort`` and filtered, with how many pass
+        the filters: from the type's stored listing in process where it can (every order, the name
+        and what is new since another snapshot), else looked up object by object (stored query
+        ``instances``: detachedness and buckets, and loads without the listing's figures)."""
         snapshot = self.snapshot(ref, all_objects=True)
+        before = None if p.since is None else self.snapshot(p.since)  # an unknown tag: NotFound
         listing = self._listing(snapshot, p.type)
-        if listing is not None and p.sort == "retained_size" and not p.filtered:
-            # The listing's order is this one: a slice, then the page's objects by id.
+        in_process = (
+            listing is not None
+            and p.detached is None
+            and p.bucket is None
+            and (p.sort == "retained_size" or listing.self_sizes is not None)
+        )
+        earlier = None if before is None or not in_process else self._listing(before, p.type)
+        if listing is not None and in_process and (before is None or earlier is not None):
             places = listing.places(p.name_contains, listing.ids.size)
-            ids = listing.ids[places[p.offset : p.offset + p.limit]].tolist()
-            found = self._brief(snapshot, ids)
-            return Instances(snapshot.tag, p.type, p.sort, p.offset, len(places), found)
-        if p.since is not None:
-            self.snapshot(p.since)  # an unknown tag is NotFound, not an empty page
+            if earlier is not None:  # objects of the same id and type in the earlier snapshot are not new
+                places = places[~np.isin(listing.ids[places], earlier.ids)]
+            page = listing.ordered(places, p.sort)[p.offset : p.offset + p.limit]
+            found = self._brief(snapshot, listing.ids[page].tolist())
+            return Instances(snapshot.tag, p.type, p.sort, p.offset, int(places.size), found)
         ids = (
             listing.ids.tolist()
             if listing is not None

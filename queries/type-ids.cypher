@@ -1,5 +1,5 @@
 // name: type-ids
-// description: The ids of a type's reachable objects, largest retained first, read object by object.
+// description: The ids of a type's objects, largest retained first, read object by object.
 // needs: objects
 // param tag: string -- the snapshot's tag
 // param type: string -- the objects' type
@@ -8,6 +8,6 @@
 // every object of the snapshot.
 MATCH (s:Snapshot {tag: $tag, status: 'ready'})
 MATCH (o:Object {sid: s.sid})
-WHERE o.type = $type AND o.reachable
+WHERE o.type = $type
 RETURN o.id AS id
 ORDER BY o.retained_size DESC, o.id

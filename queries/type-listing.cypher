@@ -1,5 +1,5 @@
 // name: type-listing
-// description: Every object of a type, largest retained first, as stored for find: ids, names joined, name ends.
+// description: Every object of a type, largest retained first, as stored for find and a type's page: ids, names joined, name ends, self sizes, distances.
 // needs: objects
 // param tag: string -- the snapshot's tag
 // param type: string -- the objects' type
@@ -10,4 +10,5 @@
 // A load writes the listings after every object, just before `objects_ready` turns true.
 MATCH (s:Snapshot {tag: $tag, status: 'ready'})
 MATCH (t:TypeGroup {sid: s.sid, type: $type})
-RETURN t.listing_ids AS ids, t.listing_names AS names, t.listing_name_ends AS ends
+RETURN t.listing_ids AS ids, t.listing_names AS names, t.listing_name_ends AS ends,
+       t.listing_self_sizes AS self_sizes, t.listing_distances AS distances

@@ -42,7 +42,16 @@ from heapdb.errors import HeapdbError
 from heapdb.queries import catalog, params
 from heapdb.queries.cache import AnswerCache
 from heapdb.queries.questions import Questions
-from heapdb.service import browse_pages, compare_pages, intake, links, pages, query_pages, rule_routes
+from heapdb.service import (
+    browse_pages,
+    compare_pages,
+    intake,
+    links,
+    pages,
+    query_pages,
+    question_pages,
+    rule_routes,
+)
 from heapdb.service.question_routes import add_question_routes
 
 
@@ -330,6 +339,7 @@ def create_app(
     pages.add_pages(app, questions, api_token)
     compare_pages.add_compare_pages(app, questions)
     browse_pages.add_browse_pages(app, questions)
+    question_pages.add_question_pages(app, questions)
     query_pages.add_query_pages(app, questions)
     intake.add_intake(app, handle.get)
     app.add_middleware(Guard, token=api_token, write_token=write_token)

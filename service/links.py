@@ -74,6 +74,7 @@ TREEMAP_PAGE = SNAPSHOT_PAGE + "/treemap"
 TYPE_PAGE = SNAPSHOT_PAGE + "/types/{type:segment}"  # a type's objects (DevTools' Summary, opened)
 TREE_PAGE = OBJECT_PAGE + "/tree"  # one level of an object's retainers or containment tree
 SEARCH_PAGE = "/search"
+ASK_PAGE = "/ask/{question}"  # any question, its subject and parameters in the query
 COMPARE_PAGE = "/compare"
 LEAKS_PAGE = COMPARE_PAGE + "/leaks"
 GROWTH_PAGE = COMPARE_PAGE + "/growth"

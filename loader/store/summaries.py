@@ -350,7 +350,13 @@ class LoadInput:
             lengths = np.fromiter((len(name) for name in names), dtype=np.int64, count=names.size)
             yield (
                 g.strings[t],
-                TypeListing(g.ids[objects], "".join(names[inverse].tolist()), np.cumsum(lengths[inverse])),
+                TypeListing(
+                    g.ids[objects],
+                    "".join(names[inverse].tolist()),
+                    np.cumsum(lengths[inverse]),
+                    g.self_size[objects],
+                    self.distance[objects],
+                ),
             )
 
     def _groups(self, key: np.ndarray) -> list[tuple[int, int, list[int]]]:
