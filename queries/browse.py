@@ -20,8 +20,9 @@ from heapdb.queries.base import SnapshotRef
 from heapdb.queries.results import Instances, ObjectInfo, ReferenceLevel, SearchResults, TypeRow
 from heapdb.queries.single import SnapshotQuestions
 
-# A search counts the strings it matches up to this many past its page, then says "or more".
-COUNT_STRINGS = 10_000
+# A search, or a type's objects filtered by name, counts its matches up to this many past its page,
+# then says "or more".
+COUNT_MATCHES = 10_000
 LEVEL_QUERIES = {"in": "retainer-level", "out": "containment-level"}
 
 
@@ -42,12 +43,15 @@ class BrowseQuestions(SnapshotQuestions):
         )
         earlier = None if before is None or not in_process else self._listing(before, p.type)
         if listing is not None and in_process and (before is None or earlier is not None):
-            places = listing.places(p.name_contains, listing.ids.size)
+            # In the listing's order a name filter needs only the page and a count up to a bound.
+            bounded = p.name_contains and p.sort == "retained_size" and earlier is None
+            counted_to = p.offset + p.limit + COUNT_MATCHES if bounded else None
+            places = listing.places(p.name_contains, counted_to or listing.ids.size)
             if earlier is not None:  # objects of the same id and type in the earlier snapshot are not new
                 places = places[~np.isin(listing.ids[places], earlier.ids)]
             page = listing.ordered(places, p.sort)[p.offset : p.offset + p.limit]
             found = self._brief(snapshot, listing.ids[page].tolist())
-            return Instances(snapshot.tag, p.type, p.sort, p.offset, int(places.size), found)
+            return Instances(snapshot.tag, p.type, p.sort, p.offset, int(places.size), found, counted_to)
         ids = (
             listing.ids.tolist()
             if listing is not None
@@ -84,7 +88,7 @@ class BrowseQuestions(SnapshotQuestions):
         snapshot = self.snapshot(ref, all_objects=True)
         types = self._run("type-search", tag=snapshot.tag, text=p.text, mode=p.mode, offset=p.offset, limit=p.limit)[0]
         end = p.offset + p.limit
-        counted_to = end + COUNT_STRINGS
+        counted_to = end + COUNT_MATCHES
         ids: list[int] = []  # the strings found, every string type's in turn, each largest retained first
         for type_name in self._string_types(snapshot):
             listing = self._listing(snapshot, type_name)

@@ -346,7 +346,8 @@ class ObjectDetails:
 
 @dataclass(frozen=True)
 class Instances:
-    """A page of one type's objects, in ``sort`` order, ``total`` of them passing the filters."""
+    """A page of one type's objects, in ``sort`` order, ``total`` of them passing the filters (at
+    least, when ``total`` reached ``counted_to``)."""
 
     tag: str
     type: str
@@ -354,6 +355,9 @@ class Instances:
     offset: int
     total: int
     objects: list[ObjectInfo]
+    # A name filter on the listing's own order stops counting here ("this many or more"): a text as
+    # common as "e" would otherwise walk every name of a type with a million objects.
+    counted_to: int | None = None
 
 
 @dataclass(frozen=True)

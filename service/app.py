@@ -50,6 +50,7 @@ from heapdb.service import (
     pages,
     query_pages,
     question_pages,
+    rule_pages,
     rule_routes,
 )
 from heapdb.service.question_routes import add_question_routes
@@ -340,6 +341,7 @@ def create_app(
     compare_pages.add_compare_pages(app, questions)
     browse_pages.add_browse_pages(app, questions)
     question_pages.add_question_pages(app, questions)
+    rule_pages.add_rule_pages(app, handle.get)
     query_pages.add_query_pages(app, questions)
     intake.add_intake(app, handle.get)
     app.add_middleware(Guard, token=api_token, write_token=write_token)

@@ -130,7 +130,7 @@ def add_browse_pages(app: FastAPI, questions: Callable[[], Questions]) -> None:
             "snapshot": found.as_dict(),
             "subject": brief(ask, found, object_id),
             "steps": [brief(ask, found, i) for i in path],
-            "level": trees.level(ask, found, object_id, view.direction, path, answer=answer),
+            "level": trees.level(view.direction, object_id, answer, path),
             "fragment": view.fragment,
             # On this page a node opens as the next level's own page.
             "toggle": lambda direction, node, opening: tree_page(found.tag, object_id, direction, node),

@@ -2,7 +2,8 @@
 
 - ``/compare?before=A&after=B&by=type|path|bucket``: the diff by type, retainer path or owner bucket, a table sorted by
   the column a person picks (``sort=``), with the diff's flame graph of what grew drawn inline (the
-  same drawing as ``heapdb diff --format svg``);
+  same drawing as ``heapdb diff --format svg``); ``by=object``: DevTools' Comparison view, objects
+  matched by id, each type's new, deleted and delta counts and sizes, its row opening its new objects;
 - ``/compare/leaks?tag=A&tag=B&tag=C``: memlab's three-snapshot leak candidates, each cluster with
   its example objects linked to their pages;
 - ``/compare/growth?tag=A&tag=B&tag=C...``: the types or paths that grew at every step.
@@ -25,7 +26,7 @@ from markupsafe import Markup
 from heapdb.errors import ParameterError
 from heapdb.queries import params
 from heapdb.queries.questions import Questions
-from heapdb.queries.results import Change, Diff
+from heapdb.queries.results import Change, Diff, ObjectDiff
 from heapdb.renderers import charts, text
 from heapdb.service import links
 from heapdb.service.pages import respond, templates, wants_json
@@ -104,8 +105,6 @@ def _leak_tags(given: list[str] | None) -> tuple[str, str, str]:
 
 def _check(p: params.Diff, sort: str) -> None:
     """Refuse what the page cannot show before any database is asked."""
-    if p.by == "object":
-        raise ParameterError("by: the compare page groups by type, path or bucket (by=object is the API's)")
     if sort not in SORT_KEYS:
         raise ParameterError(f"sort: expected one of {', '.join(SORT_KEYS)}, got {sort!r}")
 
@@ -133,6 +132,8 @@ def add_compare_pages(app: FastAPI, questions: Callable[[], Questions]) -> None:
         _check(p, sort)
         ask = questions()
         answer = ask.diff(before, after, p)
+        if isinstance(answer, ObjectDiff):  # DevTools' Comparison view: new, deleted, delta per type
+            return respond(request, "compare_objects.html", {"diff": answer}, twin)
         assert isinstance(answer, Diff)
         data: dict[str, Any] = {"diff": _sorted(answer, sort), "sort": sort, "limit": p.limit}
         if not wants_json(request, twin):

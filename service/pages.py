@@ -308,7 +308,8 @@ def object_trees(ask: Questions, found: Snapshot, details: ObjectDetails, view: 
         "in": ReferenceLevel(found.tag, subject, "in", 0, details.incoming_count, details.incoming),
         "out": ReferenceLevel(found.tag, subject, "out", 0, details.outgoing_count, details.outgoing),
     }
-    levels = {d: trees.level(ask, found, subject.id, d, opened=opened[d], answer=first) for d, first in firsts.items()}
+    answers = trees.read_levels(ask, found, subject.id, opened)
+    levels = {d: trees.level(d, subject.id, first, answers=answers) for d, first in firsts.items()}
     return {"retainers": levels["in"], "containment": levels["out"], "toggle": toggle}
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from heapdb.errors import ParameterError
@@ -113,30 +114,45 @@ def closed(values: Iterable[str], direction: str, path: Path) -> list[str]:
     return kept
 
 
+def read_levels(
+    ask: Questions, snapshot: Snapshot, subject: int, opened: dict[str, set[Path]]
+) -> dict[tuple[str, Path], ReferenceLevel]:
+    """The first page of every open node's level, asked side by side: which nodes are open is in the
+    URL, so no level waits for the one above it (Neo4j answers each on its own thread)."""
+    wanted = [
+        (direction, path)
+        for direction, paths in opened.items()
+        for path in sorted(paths)
+        if len(path) < MAX_PATH and path[-1] not in (subject, *path[:-1])  # a cycle is never opened
+    ]
+    if not wanted:
+        return {}
+    with ThreadPoolExecutor(min(4, len(wanted))) as pool:
+        futures = {
+            key: pool.submit(
+                ask.references, snapshot, key[1][-1], params.References(direction=key[0], limit=LEVEL_ROWS)
+            )
+            for key in wanted
+        }
+        return {key: future.result() for key, future in futures.items()}
+
+
 def level(
-    ask: Questions,
-    snapshot: Snapshot,
-    subject: int,
     direction: str,
+    subject: int,
+    answer: ReferenceLevel,
     path: Path = (),
-    *,
-    offset: int = 0,
-    limit: int = LEVEL_ROWS,
-    opened: set[Path] | None = None,
-    answer: ReferenceLevel | None = None,
+    answers: dict[tuple[str, Path], ReferenceLevel] | None = None,
 ) -> Level:
-    """The level of ``path``'s object (the subject's for ``()``), with the ``opened`` nodes below it
-    read too; ``answer`` is that level's page when the caller asked for it already."""
-    if answer is None:
-        holder = path[-1] if path else subject
-        answer = ask.references(snapshot, holder, params.References(direction=direction, offset=offset, limit=limit))
+    """``answer``, the level of ``path``'s object (the subject's for ``()``), as rows, with the open
+    nodes below it whose levels ``answers`` holds (:func:`read_levels`)."""
     above = {subject, *path}
     branches = []
     for n in answer.references:
         here = (*path, n.object.id)
         cycle = n.object.id in above
         below = None
-        if opened and here in opened and not cycle and len(here) < MAX_PATH:
-            below = level(ask, snapshot, subject, direction, here, opened=opened)
+        if answers and (direction, here) in answers and not cycle:
+            below = level(direction, subject, answers[(direction, here)], here, answers)
         branches.append(Branch(direction, here, n, cycle, below))
     return Level(direction, path, answer.offset, answer.total, tuple(branches))

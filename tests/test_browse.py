@@ -15,8 +15,9 @@ from heapdb.cli import main
 from heapdb.db import Database
 from heapdb.errors import NotFound, ParameterError
 from heapdb.loader.graph import EdgeKind
-from heapdb.queries import params
+from heapdb.queries import browse, params
 from heapdb.queries.questions import Questions
+from heapdb.renderers.text import instances_text
 from heapdb.service.app import create_app
 from tests.support.snapshots import Loaded
 
@@ -231,3 +232,15 @@ def test_the_listing_and_the_objects_give_the_same_pages_and_old_loads_are_read_
             {"tag": final.tag, **saved},
         )
     assert [o.id for o in older.objects] == [o.id for o in expected.objects] and older.total == expected.total
+
+
+def test_a_name_filter_in_the_listings_order_counts_up_to_a_bound(
+    ask: Questions, leak_loaded: Loaded, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    everything = ask.instances(leak_loaded.tag, params.Instances(type="(string)", name_contains="item-", limit=1000))
+    assert everything.counted_to is not None and everything.total < everything.counted_to  # counted all
+    monkeypatch.setattr(browse, "COUNT_MATCHES", 5)
+    bounded = ask.instances(leak_loaded.tag, params.Instances(type="(string)", name_contains="item-", limit=10))
+    assert bounded.counted_to == bounded.total == 15 < everything.total
+    assert [o.id for o in bounded.objects] == [o.id for o in everything.objects[:10]]
+    assert "1-10 of 15 or more" in instances_text(bounded)

@@ -22,7 +22,7 @@ from fastapi.testclient import TestClient
 from heapdb.db import Database
 from heapdb.queries import params
 from heapdb.queries.questions import Questions
-from heapdb.queries.results import Diff
+from heapdb.queries.results import Diff, ObjectDiff
 from heapdb.renderers import charts, text
 from heapdb.service import browse_pages, compare_pages, links, pages
 from heapdb.service.app import create_app
@@ -173,7 +173,6 @@ def test_missing_and_unknown_tags_are_error_pages_never_500(client: TestClient, 
         compare_pages.COMPARE: 422,
         f"{compare_pages.COMPARE}?before={baseline}": 422,
         compare_pages.compare_page(baseline, "no-such-snapshot"): 404,
-        compare_pages.compare_page(baseline, final, "object"): 422,
         compare_pages.compare_page(baseline, final, "type", "bogus"): 422,
         compare_pages.LEAKS: 422,
         compare_pages.leaks_page([baseline, final]): 422,
@@ -266,3 +265,24 @@ def test_a_person_picks_snapshots_compares_them_and_reaches_a_leaked_object(
     found_violations = [f"{page}: {v}" for page, found in violations.items() for v in found]
     assert not found_violations, "\n".join(found_violations)
     assert problems == [], problems
+
+
+def test_object_by_object_is_devtools_comparison_view_each_type_opening_its_new_objects(
+    client: TestClient, ask: Questions, tags: list[str]
+) -> None:
+    before, after = tags[0], tags[2]
+    answer = ask.diff(before, after, params.Diff(by="object"))
+    assert isinstance(answer, ObjectDiff)
+    url = compare_pages.compare_page(before, after, "object")
+    html = client.get(url).text
+    rows = re.findall(r"<tr>\s*<th scope=\"row\"><a href=\"([^\"]+)\">(.*?)</a></th>(.*?)</tr>", html, flags=re.S)
+    assert [unescape(name) for _, name, _ in rows] == [t.type for t in answer.types]
+    for (href, _, cells), t in zip(rows, answer.types, strict=True):
+        figures = re.findall(r'<td class="n">([^<]*)</td>', cells)
+        assert figures[:3] == [f"{t.new_count:,}", f"{t.freed_count:,}", f"{t.new_count - t.freed_count:+,}"]
+        assert unescape(href) == browse_pages.type_page(after, t.type, since=before)
+    # A type's row opens exactly its new objects: the type page counts as many.
+    leaked = next(t for t in answer.types if t.type == "LeakedItem")
+    opened = client.get(twin(browse_pages.type_page(after, "LeakedItem", since=before))).json()
+    assert opened["instances"]["total"] == leaked.new_count
+    assert client.get(twin(url)).json() == {"diff": as_json(answer)}

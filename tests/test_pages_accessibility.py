@@ -1,6 +1,6 @@
 """Accessibility of every page type, checked by axe-core (pinned in tests/js/package.json) in a real
 headless Chromium: no violation of impact "serious" or "critical" on the snapshots, one snapshot,
-one object (its trees opened), the treemap, a type's objects, a tree level, the search, a question, signing in
+one object (its trees opened), the treemap, a type's objects, a tree level, the search, a question, the rule sets, signing in
 (with and without a token to ask for) and an error page."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from heapdb.db import Database
-from heapdb.service import browse_pages, pages, question_pages
+from heapdb.service import browse_pages, pages, question_pages, rule_pages
 from heapdb.service.app import create_app
 from tests.support.chromium import ChromiumPage
 from tests.support.pages import AXE, IMPACTS
@@ -44,6 +44,7 @@ def test_every_page_type_passes_axe(database: Database, loaded: Loaded) -> None:
             "tree level": browse_pages.tree_page(loaded.tag, top, "out", (held,)),
             "search": browse_pages.search_page(loaded.tag, "item-1"),
             "a question": question_pages.ask_page("lifelines", tag=loaded.tag, type="LeakedItem"),
+            "rule sets": rule_pages.RULES,
             "login": pages.LOGIN,
             "error": pages.page_path(pages.SNAPSHOT, tag="no such tag"),
         }.items():

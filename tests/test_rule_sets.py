@@ -13,11 +13,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
+from markupsafe import escape
 
 from heapdb.cli import main
 from heapdb.db import Database
 from heapdb.errors import NotFound, ParameterError, RuleError
 from heapdb.loader.store import rulesets
+from heapdb.service import rule_pages
 from heapdb.service.app import create_app
 
 FIRST = """version = 1
@@ -219,6 +221,17 @@ def test_rest_answers_equal_the_cli(database: Database) -> None:
         assert client.get("/api/rules/a%20b").status_code == 422
         spec = client.get("/openapi.json").json()["paths"]
         assert spec["/api/rules"]["get"]["summary"] and spec["/api/rules/{name}"]["get"]["summary"]
+        # The pages: every version listed under its name; one version's file, shown as it is stored.
+        listing = client.get(rule_pages.RULES).text
+        assert f'href="{rule_pages.rule_page(name)}"' in listing
+        assert all(f'href="{rule_pages.rule_page(name, v)}"' in listing for v in (1, 2))
+        first = client.get(rule_pages.rule_page(name, 1))
+        assert first.status_code == 200 and escape(FIRST) in first.text and "version 1 of 2" in first.text
+        assert escape(SECOND) in client.get(rule_pages.rule_page(name)).text  # the latest
+        twin = client.get(rule_pages.rule_page(name).replace(name, name + ".json") + "?version=1").json()
+        assert twin["rule_set"] == client.get(f"/api/rules/{name}?version=1").json()
+        assert client.get(rule_pages.rule_page(name, 7)).status_code == 404
+        assert client.get(rule_pages.rule_page(name) + "?version=0").status_code == 422
     finally:
         rulesets.remove_rule_set(database, name)
 

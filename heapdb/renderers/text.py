@@ -386,7 +386,8 @@ def _page_note(shown: int, offset: int, total: int, more: str = "") -> str:
 def instances_text(answer: Instances) -> str:
     """A page of a type's objects as a table, with where it stands in the whole."""
     order = "nearest the root first" if answer.sort == "distance" else f"largest {answer.sort.replace('_', ' ')} first"
-    note = _page_note(len(answer.objects), answer.offset, answer.total)
+    more = " or more" if answer.counted_to is not None and answer.total >= answer.counted_to else ""
+    note = _page_note(len(answer.objects), answer.offset, answer.total, more)
     return "\n".join([f"{answer.type} in {answer.tag}: {note}, {order}", objects_table(answer.objects)])
 
 
