@@ -28,7 +28,7 @@ from heapdb.loader.store import list_snapshots
 from heapdb.queries import params
 from heapdb.queries.questions import Questions
 from heapdb.service import links, trees
-from heapdb.service.pages import brief, query_values, respond, templates, wants_json
+from heapdb.service.pages import add_page, brief, query_values, respond, templates, wants_json
 
 TYPE = links.TYPE_PAGE
 TREE = links.TREE_PAGE
@@ -162,19 +162,6 @@ def add_browse_pages(app: FastAPI, questions: Callable[[], Questions]) -> None:
             }
         return respond(request, "search.html", data, twin)
 
-    def routes(twin: bool) -> None:
-        def type_route(request: Request, tag: str, type: str) -> Response:
-            return type_(request, tag, type, twin)
-
-        def tree_route(request: Request, tag: str, object_id: int) -> Response:
-            return tree(request, tag, object_id, twin)
-
-        def search_route(request: Request) -> Response:
-            return search(request, twin)
-
-        app.add_api_route(links.page_route(TYPE, twin), type_route, include_in_schema=False)
-        app.add_api_route(links.page_route(TREE, twin), tree_route, include_in_schema=False)
-        app.add_api_route(links.page_route(SEARCH, twin), search_route, include_in_schema=False)
-
-    routes(twin=True)  # first, as in heapdb.service.pages: a twin's URL must never reach a page's route
-    routes(twin=False)
+    add_page(app, TYPE, lambda request, twin, tag, type: type_(request, tag, type, twin))
+    add_page(app, TREE, lambda request, twin, tag, object_id: tree(request, tag, object_id, twin))
+    add_page(app, SEARCH, search)

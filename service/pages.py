@@ -12,6 +12,8 @@ The pages' URLs are declared in :mod:`heapdb.service.links`, with the API's.
 
 from __future__ import annotations
 
+import inspect
+import re
 import secrets
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -270,6 +272,28 @@ def add_pages(app: FastAPI, questions: Callable[[], Questions], token: str | Non
 
     routes(twin=True)  # first: a twin's URL would also match its page's route, the other way round not
     routes(twin=False)
+
+
+def add_page(app: FastAPI, page: str, handler: Callable[..., Response]) -> None:
+    """``page`` (a route template of :mod:`heapdb.service.links`) and its JSON twin on ``app``, each
+    answered by ``handler(request, twin, **path values)``; the twin first, since a twin's URL would
+    also match its page's route (the other way round not). Path values are text, ``object_id`` a
+    whole number; the query is the handler's to read (a bad value then is an HTML 422 page)."""
+    names = re.findall(r"\{(\w+)", page)
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    signature = inspect.Signature(
+        [
+            inspect.Parameter("request", keyword, annotation=Request),
+            *(inspect.Parameter(n, keyword, annotation=int if n == "object_id" else str) for n in names),
+        ]
+    )
+    for twin in (True, False):
+
+        def route(request: Request, _twin: bool = twin, **values: Any) -> Response:
+            return handler(request, twin=_twin, **values)
+
+        route.__signature__ = signature  # type: ignore[attr-defined]
+        app.add_api_route(links.page_route(page, twin), route, include_in_schema=False)
 
 
 # --- the object page's view: why-alive ignores and how many references, all in the URL

@@ -33,7 +33,7 @@ from heapdb.queries.results import SignatureHistory
 from heapdb.registry import BY_NAME, Part, Question
 from heapdb.renderers import charts
 from heapdb.service import links
-from heapdb.service.pages import object_page, respond, templates, wants_json
+from heapdb.service.pages import add_page, object_page, respond, templates, wants_json
 
 ASK = links.ASK_PAGE
 TAG_FIELDS = 3  # empty fields offered for a list of tags (growth asks for three or more)
@@ -184,11 +184,4 @@ def add_question_pages(app: FastAPI, questions: Callable[[], Questions]) -> None
         }
         return respond(request, "ask.html", data, twin)
 
-    def routes(twin: bool) -> None:
-        def ask_route(request: Request, question: str) -> Response:
-            return ask(request, question, twin)
-
-        app.add_api_route(links.page_route(ASK, twin), ask_route, include_in_schema=False)
-
-    routes(twin=True)  # first, as in heapdb.service.pages: a twin's URL must never reach a page's route
-    routes(twin=False)
+    add_page(app, ASK, lambda request, twin, question: ask(request, question, twin))

@@ -16,7 +16,7 @@ from pydantic import Field
 from heapdb.db import Database
 from heapdb.queries import params
 from heapdb.service import links
-from heapdb.service.pages import query_values, respond, templates
+from heapdb.service.pages import add_page, query_values, respond, templates
 
 RULES = links.RULES_PAGE
 RULE = links.RULE_PAGE
@@ -53,15 +53,5 @@ def add_rule_pages(app: FastAPI, database: Callable[[], Database]) -> None:
         data: dict[str, Any] = {"rule_set": chosen.as_dict(), "versions": [r.as_dict() for r in versions]}
         return respond(request, "rule.html", data, twin)
 
-    def routes(twin: bool) -> None:
-        def every_route(request: Request) -> Response:
-            return every(request, twin)
-
-        def one_route(request: Request, name: str) -> Response:
-            return one(request, name, twin)
-
-        app.add_api_route(links.page_route(RULES, twin), every_route, include_in_schema=False)
-        app.add_api_route(links.page_route(RULE, twin), one_route, include_in_schema=False)
-
-    routes(twin=True)
-    routes(twin=False)
+    add_page(app, RULES, every)
+    add_page(app, RULE, one)
