@@ -50,7 +50,7 @@ class BrowseQuestions(SnapshotQuestions):
             if earlier is not None:  # objects of the same id and type in the earlier snapshot are not new
                 places = places[~np.isin(listing.ids[places], earlier.ids)]
             page = listing.ordered(places, p.sort)[p.offset : p.offset + p.limit]
-            found = self._brief(snapshot, listing.ids[page].tolist())
+            found = self.briefs(snapshot, listing.ids[page].tolist())
             return Instances(snapshot.tag, p.type, p.sort, p.offset, int(places.size), found, counted_to)
         ids = (
             listing.ids.tolist()
@@ -94,7 +94,7 @@ class BrowseQuestions(SnapshotQuestions):
             listing = self._listing(snapshot, type_name)
             if listing is not None and len(ids) < counted_to:
                 ids += listing.matching(p.text, counted_to - len(ids), p.mode).tolist()
-        strings = self._brief(snapshot, ids[p.offset : end])
+        strings = self.briefs(snapshot, ids[p.offset : end])
         return SearchResults(
             tag=snapshot.tag,
             text=p.text,
@@ -124,10 +124,12 @@ class BrowseQuestions(SnapshotQuestions):
         digits = text.strip().removeprefix("@")
         if not re.fullmatch(r"-?[0-9]{1,19}", digits) or not -(2**63) <= int(digits) < 2**63:
             return None
-        found = self._brief(snapshot, [int(digits)])
+        found = self.briefs(snapshot, [int(digits)])
         return found[0] if found else None
 
-    def _brief(self, snapshot: Snapshot, ids: list[int]) -> list[ObjectInfo]:
-        """The objects with these ids, in their order, without their references."""
+    def briefs(self, ref: SnapshotRef, ids: list[int]) -> list[ObjectInfo]:
+        """The objects with these ids, in their order, without their references (ids the snapshot
+        has not are left out)."""
+        snapshot = self.snapshot(ref, objects=True)
         rows = self._run("objects-brief", tag=snapshot.tag, ids=ids) if ids else []
         return [ObjectInfo.from_row(r["object"]) for r in rows]

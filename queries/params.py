@@ -16,9 +16,12 @@ here: the CLI takes it as arguments, REST as the URL's path, Python callers as p
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+import types
+import typing
+from typing import Any, ClassVar, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic.fields import FieldInfo
 
 from heapdb import settings
 from heapdb.errors import ParameterError
@@ -41,6 +44,25 @@ def query_timeout(timeout: float | None = None) -> float:
     """Seconds a service's query may run: ``timeout`` when given, else ``HEAPDB_QUERY_TIMEOUT``, else
     :data:`DEFAULT_TIMEOUT`."""
     return timeout if timeout is not None else settings.QUERY_TIMEOUT.value()
+
+
+class FieldShape(NamedTuple):
+    """How a front end offers a parameter: its value's type, its choices, whether it repeats."""
+
+    annotation: Any  # the type of one value (``X`` of ``X | None`` and of ``tuple[X, ...]``)
+    choices: tuple[str, ...] | None  # a Literal's values, as text
+    repeated: bool  # tuple[X, ...]: given any number of times
+
+
+def field_shape(info: FieldInfo) -> FieldShape:
+    """A parameter model's field as the CLI's options and the question pages' forms offer it."""
+    annotation, repeated = info.annotation, False
+    if typing.get_origin(annotation) is tuple:
+        annotation, repeated = typing.get_args(annotation)[0], True
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
+    literal = typing.get_origin(annotation) is Literal
+    return FieldShape(annotation, tuple(str(c) for c in typing.get_args(annotation)) if literal else None, repeated)
 
 
 class Params(BaseModel):

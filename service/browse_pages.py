@@ -24,9 +24,10 @@ from pydantic import Field
 
 from heapdb.errors import NotFound
 from heapdb.loader.inspections.dom import shows_dom
-from heapdb.loader.store import list_snapshots
+from heapdb.loader.store import Snapshot
 from heapdb.queries import params
 from heapdb.queries.questions import Questions
+from heapdb.queries.results import ObjectInfo
 from heapdb.service import links, trees
 from heapdb.service.pages import add_page, brief, query_values, respond, templates, wants_json
 
@@ -129,7 +130,7 @@ def add_browse_pages(app: FastAPI, questions: Callable[[], Questions]) -> None:
         data = {
             "snapshot": found.as_dict(),
             "subject": brief(ask, found, object_id),
-            "steps": [brief(ask, found, i) for i in path],
+            "steps": _steps(ask, found, path),
             "level": trees.level(view.direction, object_id, answer, path),
             "fragment": view.fragment,
             # On this page a node opens as the next level's own page.
@@ -142,13 +143,10 @@ def add_browse_pages(app: FastAPI, questions: Callable[[], Questions]) -> None:
     def search(request: Request, twin: bool) -> Response:
         view = SearchView(**query_values(request, SearchView))
         ask = questions()
-        tag = view.tag
-        if tag is None:
-            ready = ask.snapshots()
-            if not ready:
-                raise NotFound("no snapshots loaded: there is nothing to search (load one with `heapdb load FILE`)")
-            tag = ready[-1].tag
-        found = ask.snapshot(tag)
+        ready = ask.snapshots()
+        if view.tag is None and not ready:
+            raise NotFound("no snapshots loaded: there is nothing to search (load one with `heapdb load FILE`)")
+        found = ask.snapshot(view.tag if view.tag is not None else ready[-1].tag)
         results = None
         if view.text:
             results = ask.search(found, params.Search(text=view.text, mode=view.mode, offset=view.offset))
@@ -157,7 +155,7 @@ def add_browse_pages(app: FastAPI, questions: Callable[[], Questions]) -> None:
             data |= {
                 "view": view,
                 "search_text": view.text,
-                "tags": [s.tag for s in reversed(list_snapshots(ask.database))],
+                "tags": [s.tag for s in reversed(ready)],
                 "limit": params.Search.model_fields["limit"].default,
             }
         return respond(request, "search.html", data, twin)
@@ -165,3 +163,9 @@ def add_browse_pages(app: FastAPI, questions: Callable[[], Questions]) -> None:
     add_page(app, TYPE, lambda request, twin, tag, type: type_(request, tag, type, twin))
     add_page(app, TREE, lambda request, twin, tag, object_id: tree(request, tag, object_id, twin))
     add_page(app, SEARCH, search)
+
+
+def _steps(ask: Questions, found: Snapshot, path: trees.Path) -> list[ObjectInfo | None]:
+    """The objects on the path to a tree level, in one query (None for an id the snapshot has not)."""
+    by_id = {o.id: o for o in ask.briefs(found, list(path))}
+    return [by_id.get(i) for i in path]

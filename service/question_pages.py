@@ -16,11 +16,9 @@ A field left empty is "not given", since a browser sends every field of a form.
 from __future__ import annotations
 
 import re
-import types
-import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import urlencode
 
 from fastapi import FastAPI, Request, Response
@@ -28,6 +26,7 @@ from fastapi.responses import JSONResponse
 from markupsafe import Markup, escape
 
 from heapdb.errors import NotFound, ParameterError
+from heapdb.queries.params import field_shape
 from heapdb.queries.questions import Questions
 from heapdb.queries.results import SignatureHistory
 from heapdb.registry import BY_NAME, Part, Question
@@ -83,14 +82,10 @@ def _part_field(part: Part, request: Request) -> Field:
 
 
 def _param_field(name: str, info: Any, request: Request) -> Field:
-    annotation = info.annotation
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
-    choices = None
-    if typing.get_origin(annotation) is Literal:
-        choices = [str(c) for c in typing.get_args(annotation)]
-    elif annotation is bool:
-        choices = ["true", "false"]
+    shape = field_shape(info)
+    choices = (
+        list(shape.choices) if shape.choices is not None else ["true", "false"] if shape.annotation is bool else None
+    )
     default = info.get_default() if not info.is_required() else None
     shown = "" if default in (None, ()) else str(default).lower() if isinstance(default, bool) else str(default)
     if choices is not None and default is None:
@@ -103,7 +98,7 @@ def _param_field(name: str, info: Any, request: Request) -> Field:
         _given(request, name) or [shown],
         choices,
         required=info.is_required(),
-        repeated=typing.get_origin(info.annotation) is tuple,
+        repeated=shape.repeated,
     )
 
 
@@ -158,7 +153,7 @@ def add_question_pages(app: FastAPI, questions: Callable[[], Questions]) -> None
             for field, info in model.model_fields.items():
                 given = _given(request, field)
                 if given:
-                    values[field] = tuple(given) if typing.get_origin(info.annotation) is tuple else given[-1]
+                    values[field] = tuple(given) if field_shape(info).repeated else given[-1]
         subject = _subject(question, request)
         answer = None
         if subject is not None:

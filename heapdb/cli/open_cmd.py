@@ -25,6 +25,7 @@ import httpx
 
 from heapdb import config, db, settings
 from heapdb.cli import main
+from heapdb.cli.serve_cmd import DEFAULT_PORT
 from heapdb.errors import ConfigError, NotFound, ParameterError
 
 if TYPE_CHECKING:
@@ -120,7 +121,7 @@ def _can_open_a_browser() -> bool:
 @click.option(
     "--port",
     type=click.IntRange(1, 65535),
-    default=8000,
+    default=DEFAULT_PORT,
     show_default=True,
     help="Where on 127.0.0.1 to find the service, or to start one when none answers.",
 )

@@ -10,17 +10,15 @@ from __future__ import annotations
 
 import functools
 import json
-import types
-import typing
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 import annotated_types
 import click
 from pydantic.fields import FieldInfo
 
 from heapdb.config import TIMEOUT_VARIABLE
-from heapdb.queries.params import DEFAULT_TIMEOUT, TIMEOUT_RANGE, Params
+from heapdb.queries.params import DEFAULT_TIMEOUT, TIMEOUT_RANGE, Params, field_shape
 from heapdb.queries.results import to_data
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -55,14 +53,10 @@ def question_options(model: type[Params], *, argument: str = "p") -> Callable[[F
 
 def _option(name: str, info: FieldInfo) -> Callable[[F], F]:
     flag = "--" + name.replace("_", "-")
-    annotation, multiple = info.annotation, False
-    if typing.get_origin(annotation) is tuple:  # tuple[X, ...]: a repeatable option
-        annotation, multiple = typing.get_args(annotation)[0], True
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):  # X | None
-        annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
+    annotation, choices, multiple = field_shape(info)
     kind: Any
-    if typing.get_origin(annotation) is Literal:
-        kind = click.Choice([str(choice) for choice in typing.get_args(annotation)])
+    if choices is not None:
+        kind = click.Choice(list(choices))
     elif annotation in (int, float):
         low: Any = None
         high: Any = None

@@ -12,6 +12,8 @@ from heapdb.cli import main
 from heapdb.cli.options import service_timeout_option
 from heapdb.errors import ConfigError, HeapdbError
 
+DEFAULT_PORT = 8000  # where `heapdb serve` listens, and where `heapdb open` looks for it
+
 
 def loopback_only(host: str) -> bool:
     """Whether binding to ``host`` serves this machine alone: every address it names is a loopback one."""
@@ -32,7 +34,7 @@ def loopback_only(host: str) -> bool:
 @click.option(
     "--host", default="127.0.0.1", show_default=True, help="Address to bind; loopback unless you mean to share it."
 )
-@click.option("--port", default=8000, show_default=True, type=int, help="Port to listen on.")
+@click.option("--port", default=DEFAULT_PORT, show_default=True, type=int, help="Port to listen on.")
 @service_timeout_option
 @click.option(
     "--workers",
