@@ -2,8 +2,8 @@
 and the lines of ``heapdb --help`` are generated from :data:`QUESTIONS`.
 
 A :class:`Question` says what a question is called, what it is about (its :class:`Subject`: a
-snapshot, an object, two or three snapshots, a series, two builds, a leak signature, nothing), its
-one-line summary and longer help, the :class:`~heapdb.queries.questions.Questions` method that
+snapshot, an object, two or three snapshots, a series, two builds, a leak signature, a gate run,
+nothing), its one-line summary and longer help, the :class:`~heapdb.queries.questions.Questions` method that
 answers it, its parameter model (:mod:`heapdb.queries.params`), its text renderer, the drawings it
 has and what of a snapshot it reads. The result type is not declared: it is the method's return
 annotation (:attr:`Question.result`), so it cannot disagree with what the method returns.
@@ -28,7 +28,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any, Literal
 
-PartKind = Literal["tag", "object", "tags", "signature", "since"]
+PartKind = Literal["tag", "object", "tags", "signature", "since", "run"]
 Reads = Literal["objects", "references"]
 
 
@@ -52,7 +52,9 @@ class Subject:
     """What a question is about; its kind also says where its REST route hangs (the service's table of
     base paths)."""
 
-    kind: Literal["snapshot", "object", "two snapshots", "three snapshots", "snapshots", "builds", "signature", "none"]
+    kind: Literal[
+        "snapshot", "object", "two snapshots", "three snapshots", "snapshots", "builds", "signature", "gate run", "none"
+    ]
     parts: tuple[Part, ...]
 
 
@@ -87,6 +89,8 @@ SINCE = Subject(
     "none",
     (Part("since", "since", "Only signatures first seen in this build (a build name or tag) or later."),),
 )
+GATE_RUN = Subject("gate run", (Part("run_id", "run", "The gate run's id (`heapdb gate-runs` lists them).", "id"),))
+NOTHING = Subject("none", ())
 
 
 def _resolve(where: str) -> Any:
@@ -271,7 +275,8 @@ QUESTIONS: tuple[Question, ...] = (
         text="heapdb.renderers.text:instances_text",
         route="/instances",
         help="`total` counts the objects that pass the filters; --offset pages through them. --since needs ids "
-        "that name the same object in both snapshots (V8 snapshots of one process).",
+        "that name the same object in both snapshots (V8 snapshots of one process). --path keeps the objects "
+        "one retainer path holds (its `signature` in `diff --by path`).",
         agent="How to walk a type's objects after `types`: page with `offset`, then `why` or `references` on one.",
         lists=("objects",),
         reads=("objects",),
@@ -471,7 +476,8 @@ QUESTIONS: tuple[Question, ...] = (
         "Compares the two loaded snapshots by retainer path (no stable ids needed). Leaks that the "
         "candidate's rules mark as known_leak are reported but never fail. With --record (the default) "
         "both builds and the leak signatures are remembered, so `heapdb history SIGNATURE` shows where "
-        "a leak came and went; a build is named by the snapshot's `--meta build=N`, else its tag.",
+        "a leak came and went; a build is named by the snapshot's `--meta build=N`, else its tag. The run "
+        "itself is remembered too: `heapdb gate-runs` lists the runs, `heapdb gate-run ID` shows one.",
         agent="`passed` is the verdict; the findings are new paths retaining at least `min_bytes`, paths grown "
         "past `max_growth` and new suspect types, each with its path and a sample object in `why`. Never "
         "records history (the CLI's `heapdb gate --record` does).",
@@ -502,6 +508,35 @@ QUESTIONS: tuple[Question, ...] = (
         agent="The signature is a leak cluster's or gate finding's `signature`.",
         lists=("observations",),
         tool="signature",
+    ),
+    Question(
+        "gate-runs",
+        NOTHING,
+        "The runs of `heapdb gate` that were recorded, newest first: when, the two builds' tags, the verdict "
+        "and how many findings failed it.",
+        ask="gate_runs",
+        params="GateRuns",
+        text="heapdb.renderers.ci_report:gate_runs_text",
+        route="/gate-runs",
+        help="`heapdb gate` records each run with --record (the default). --candidate keeps the runs of one "
+        "candidate tag; --offset pages through them.",
+        agent="Each run's `id` opens it with `gate-run`: what it decided and why.",
+        lists=("runs",),
+    ),
+    Question(
+        "gate-run",
+        GATE_RUN,
+        "One recorded run of `heapdb gate` as it was decided: its verdict, the thresholds and where each came "
+        "from, the findings (known leaks apart) and notes.",
+        ask="gate_run",
+        params=None,
+        text="heapdb.renderers.ci_report:gate_run_text",
+        route="",
+        help="The report is the one `heapdb gate` printed then, read back whatever has become of its snapshots "
+        "and rules since.",
+        agent="Read as a `gate` answer: `passed` is the verdict, `thresholds_from` says where the thresholds came "
+        "from; a finding's `signature` goes to `signature` for its history.",
+        lists=("findings", "known"),
     ),
 )
 

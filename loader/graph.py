@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from heapdb.loader.sources import AllocationTraces, SourceLocations
+from heapdb.loader.values import FieldValues
 
 
 class EdgeKind(IntEnum):
@@ -124,6 +125,8 @@ class HeapGraph:
     # Where objects come from, when the format records it (heapdb.loader.sources); None: unknown.
     locations: SourceLocations | None = None
     allocations: AllocationTraces | None = None
+    # The primitive values objects hold, when the format has them (heapdb.loader.values); None: none.
+    values: FieldValues | None = None
 
     @property
     def node_count(self) -> int:
@@ -234,6 +237,8 @@ class HeapGraph:
             self.locations.validate(n, strings)
         if self.allocations is not None:
             self.allocations.validate(n, strings)
+        if self.values is not None:
+            self.values.validate(n)
 
 
 _SLICE = 1 << 20

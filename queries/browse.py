@@ -18,12 +18,11 @@ from heapdb.loader.store import Snapshot
 from heapdb.queries import params
 from heapdb.queries.base import SnapshotRef
 from heapdb.queries.results import Instances, ObjectInfo, ReferenceLevel, SearchResults, TypeRow
-from heapdb.queries.single import SnapshotQuestions
+from heapdb.queries.single import LEVEL_QUERIES, SnapshotQuestions
 
 # A search, or a type's objects filtered by name, counts its matches up to this many past its page,
 # then says "or more".
 COUNT_MATCHES = 10_000
-LEVEL_QUERIES = {"in": "retainer-level", "out": "containment-level"}
 
 
 class BrowseQuestions(SnapshotQuestions):
@@ -40,18 +39,23 @@ class BrowseQuestions(SnapshotQuestions):
             and p.detached is None
             and p.bucket is None
             and (p.sort == "retained_size" or listing.self_sizes is not None)
+            and (p.path is None or listing.path_sigs is not None)
         )
         earlier = None if before is None or not in_process else self._listing(before, p.type)
         if listing is not None and in_process and (before is None or earlier is not None):
             # In the listing's order a name filter needs only the page and a count up to a bound.
-            bounded = p.name_contains and p.sort == "retained_size" and earlier is None
+            bounded = p.name_contains and p.sort == "retained_size" and earlier is None and p.path is None
             counted_to = p.offset + p.limit + COUNT_MATCHES if bounded else None
             places = listing.places(p.name_contains, counted_to or listing.ids.size)
+            if p.path is not None:
+                assert listing.path_sigs is not None
+                places = places[listing.path_sigs[places] == p.path]
             if earlier is not None:  # objects of the same id and type in the earlier snapshot are not new
                 places = places[~np.isin(listing.ids[places], earlier.ids)]
             page = listing.ordered(places, p.sort)[p.offset : p.offset + p.limit]
             found = self.briefs(snapshot, listing.ids[page].tolist())
-            return Instances(snapshot.tag, p.type, p.sort, p.offset, int(places.size), found, counted_to)
+            path = self._path_text(snapshot, p.path)
+            return Instances(snapshot.tag, p.type, p.sort, p.offset, int(places.size), found, counted_to, path)
         ids = (
             listing.ids.tolist()
             if listing is not None
@@ -60,7 +64,16 @@ class BrowseQuestions(SnapshotQuestions):
         values = p.model_dump(exclude={"type"})
         row = self._run("instances", tag=snapshot.tag, ids=ids, **values)[0]
         objects = [ObjectInfo.from_row(o) for o in row["objects"]]
-        return Instances(snapshot.tag, p.type, p.sort, p.offset, row["total"], objects)
+        return Instances(
+            snapshot.tag, p.type, p.sort, p.offset, row["total"], objects, None, path=self._path_text(snapshot, p.path)
+        )
+
+    def _path_text(self, snapshot: Snapshot, signature: int | None) -> str | None:
+        """The retainer path a signature names in a snapshot, as text (None for none, or no such path)."""
+        if signature is None:
+            return None
+        rows = self._run("path-groups", tag=snapshot.tag, sigs=[signature])
+        return rows[0]["path"] if rows else None
 
     def type_row(self, ref: SnapshotRef, type_name: str) -> TypeRow | None:
         """The totals of one type (as ``types`` lists them); None for a type the snapshot has none of."""

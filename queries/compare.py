@@ -129,6 +129,7 @@ class CompareQuestions(Asking):
                 retained_before=r["retained_before"],
                 retained_after=r["retained_after"],
                 signature=r.get("sig"),
+                type=r["type"],
                 verdict=r.get("verdict"),
                 known_leak=r.get("known_leak"),
             )

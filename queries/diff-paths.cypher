@@ -8,7 +8,7 @@
 // retainer path (root kind, reference names and types; indexes and numbers normalized), stored at
 // load as :PathGroup. Paths present in only one snapshot show 0 on the other side.
 //
-// Each path's `verdict` and `known_leak` (set by a load under rules, docs/rules.md) are those of its
+// Each path's `type` (its objects', as the path's last hop names it), `verdict` and `known_leak` (set by a load under rules, docs/rules.md) are those of its
 // group's largest member (`samples[0]`), the rule `gate-paths` follows: in after, or in before for
 // a path only before has. Looked up after the limit, so only for the paths answered; null where the
 // objects are not stored (a pruned snapshot).
@@ -33,5 +33,6 @@ ORDER BY size_delta DESC, objects_delta DESC, sig
 LIMIT $limit
 OPTIONAL MATCH (largest:Object {sid: side, id: largest_id})
 RETURN sig, path, hops, objects_before, objects_after, objects_delta, size_before, size_after, size_delta,
-       retained_before, retained_after, retained_delta, largest.verdict AS verdict, largest.known_leak AS known_leak
+       retained_before, retained_after, retained_delta, largest.type AS type, largest.verdict AS verdict,
+       largest.known_leak AS known_leak
 ORDER BY size_delta DESC, objects_delta DESC, sig

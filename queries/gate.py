@@ -22,24 +22,34 @@ largest object in the candidate (its group's first sample), as for every answer 
 parameters when given there, else from the ``[gate]`` table of a rule set (the one ``rules`` names,
 else the rules the candidate was loaded with), else the parameters' defaults; the report says which
 came from where (``thresholds_from``). :meth:`record_gate` remembers the findings as leak signatures
-across builds (:mod:`heapdb.loader.store.signatures`); :meth:`history` and :meth:`signatures` read
-them back.
+across builds (:mod:`heapdb.loader.store.signatures`), and the run itself, its report whole
+(:mod:`heapdb.loader.store.gate_runs`); :meth:`history` and :meth:`signatures` read the signatures
+back, :mod:`heapdb.queries.gate_runs` the runs.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from heapdb.errors import NotComputed, NotFound, ParameterError
 from heapdb.loader.inspections import dom, react, strings
-from heapdb.loader.store import Snapshot
+from heapdb.loader.store import Snapshot, gate_runs
 from heapdb.loader.store import signatures as history_store
 from heapdb.queries import params
 from heapdb.queries.base import SnapshotRef
 from heapdb.queries.gate_inspections import INSPECTION_KINDS, findings
-from heapdb.queries.results import GateFinding, GateReport, ObjectRef, SignatureHistory, SignatureObservation
+from heapdb.queries.results import (
+    GateFinding,
+    GateReport,
+    ObjectRef,
+    SignatureHistory,
+    SignatureObservation,
+    to_data,
+)
 from heapdb.queries.single import SnapshotQuestions
 from heapdb.queries.suspects import SuspectQuestions
 from heapdb.units import parse_threshold
@@ -308,8 +318,9 @@ class GateQuestions(SnapshotQuestions, SuspectQuestions):
                 )
         return list(found.values())
 
-    def record_gate(self, report: GateReport) -> None:
-        """Remember both builds of ``report`` and its leak signatures (known leaks too) across builds."""
+    def record_gate(self, report: GateReport) -> gate_runs.RecordedRun:
+        """Remember both builds of ``report`` and its leak signatures (known leaks too) across builds,
+        and the run itself: its report whole, under the next run number (which this returns)."""
         tracked = [
             history_store.Tracked(f.signature, f.path, tuple(f.hops), f.type, f.known_leak)
             for f in (*report.findings, *report.known)
@@ -320,6 +331,17 @@ class GateQuestions(SnapshotQuestions, SuspectQuestions):
             [self.snapshot(report.baseline), self.snapshot(report.candidate)],
             tracked,
             noise=report.min_bytes // NOISE_DIVISOR,
+        )
+        # The report's JSON is the API's (to_data), but with sample objects as {tag, id}, not as the
+        # service's URLs: the stored run is read back as a GateReport (results.from_data), and the
+        # service's routes may change while the run stays.
+        return gate_runs.record_run(
+            self.database,
+            baseline=report.baseline,
+            candidate=report.candidate,
+            passed=report.passed,
+            failing=len(report.failures),
+            report=json.dumps(to_data(report, dataclasses.asdict)),
         )
 
     def history(self, signature: int) -> SignatureHistory:

@@ -10,6 +10,7 @@
 // param detached: bool? = null -- only detached objects (true), or only attached ones (false)
 // param bucket: string? = null -- only objects a bucket rule put in this bucket (owner)
 // param since: string? = null -- only objects new since this snapshot: no object of the same id and type in it
+// param path: int? = null -- only objects whose first retainer path has this signature
 //
 // The objects are looked up by id, through the index on (sid, id), so a page costs what the type
 // has objects, not what the snapshot has. "New since" needs ids that name the same object in both
@@ -23,6 +24,7 @@ MATCH (o:Object {sid: s.sid, id: id})
 WHERE o.name CONTAINS $name_contains
   AND ($detached IS NULL OR coalesce(o.detached, false) = $detached)
   AND ($bucket IS NULL OR o.bucket = $bucket)
+  AND ($path IS NULL OR o.path_sig = $path)
   AND (before IS NULL OR NOT EXISTS { MATCH (b:Object {sid: before.sid, id: o.id}) WHERE b.type = o.type })
 WITH o
 ORDER BY CASE $sort WHEN 'self_size' THEN -o.self_size WHEN 'distance' THEN o.distance ELSE -o.retained_size END, o.id

@@ -120,11 +120,10 @@ class Instances(Params):
         description="Only objects new since this snapshot (a tag): no object of the same id and type in it. "
         "Needs ids that name the same object in both (V8 snapshots of one process).",
     )
-
-    @property
-    def filtered(self) -> bool:
-        """Whether a filter besides the name applies (the stored listing alone cannot answer)."""
-        return self.detached is not None or self.bucket is not None or self.since is not None
+    path: int | None = Field(
+        None,
+        description="Only objects whose first retainer path has this signature (a path of `diff --by path`).",
+    )
 
 
 class References(Params):
@@ -135,7 +134,7 @@ class References(Params):
         "in", description="in: what references the object (its retainers); out: what it references (containment)."
     )
     offset: int = Field(0, ge=0, le=MAX_OFFSET, description="How many references to pass over (the page's start).")
-    limit: int = Field(50, ge=1, le=MAX_LIMIT, description="How many references.")
+    limit: int = Field(50, ge=0, le=MAX_LIMIT, description="How many references (0: only how many there are).")
 
 
 class Search(Params):
@@ -271,6 +270,15 @@ class Gate(Params):
     def _threshold(cls, value: str) -> str:
         parse_threshold(value)  # refused here, before any database is asked
         return value.strip()
+
+
+class GateRuns(Params):
+    """A page of the CI gate's recorded runs, newest first."""
+
+    stored = ("gate-runs",)
+    candidate: str | None = Field(None, min_length=1, description="Only the runs whose candidate was this tag.")
+    offset: int = Field(0, ge=0, le=MAX_OFFSET, description="How many runs to pass over (the page's start).")
+    limit: int = Field(50, ge=1, le=MAX_LIMIT, description="How many runs.")
 
 
 class Lifelines(Params):

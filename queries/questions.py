@@ -18,6 +18,7 @@ from heapdb.queries.base import SnapshotRef
 from heapdb.queries.browse import BrowseQuestions
 from heapdb.queries.compare import CompareQuestions
 from heapdb.queries.gate import GateQuestions
+from heapdb.queries.gate_runs import GateRunQuestions
 from heapdb.queries.params import MAX_LIMIT
 from heapdb.queries.results import ObjectInfo
 from heapdb.queries.suspects import SuspectQuestions
@@ -30,7 +31,7 @@ class DominatedLargest(NamedTuple):
     largest: list[ObjectInfo]  # largest retained size first
 
 
-class Questions(BrowseQuestions, CompareQuestions, GateQuestions, SuspectQuestions):
+class Questions(BrowseQuestions, CompareQuestions, GateQuestions, GateRunQuestions, SuspectQuestions):
     """Every question, bound to one database, a per-query timeout and optionally a cache:
     ``Questions(database).why_alive("build123", 4711)``."""
 

@@ -3,13 +3,23 @@
 Results name other objects by :class:`ObjectRef` (a snapshot tag and an object id), never by URL:
 each front end turns a reference into what its users follow (the service into a permalink, the
 text renderers into a ``heapdb why`` command line), through :func:`to_data`'s ``link`` argument.
+:func:`from_data` reads back what :func:`to_data` made with references kept as data (a recorded
+gate run's report).
+
+Why this module is long: it is the one table of every answer's type, which the CLI, the REST
+models, the MCP tools and the renderers all read; split by question, each front end would import
+a dozen modules for what is a list of field declarations.
 """
 
 from __future__ import annotations
 
+import types
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, is_dataclass
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -150,6 +160,9 @@ class Change:
     size_delta: int = field(init=False)
     retained_delta: int = field(init=False)
     signature: int | None = None  # by path: the path's signature
+    # The objects' type: by type, the type; by path, the type its last hop reaches (every object
+    # held that way has it), None where the path's objects are not stored (a pruned snapshot).
+    type: str | None = None
     # By path, from the path's largest object (its group's first sample) in after, or in before for a
     # path only before has: a verdict rule's note on it, and the reason of the known leak it is part of.
     verdict: str | None = None
@@ -274,6 +287,9 @@ class Growth:
     size_growth: int  # last minus first
     count_growth: int
     signature: int | None = None  # by path: the path's signature
+    # The objects' type: by type, the type; by path, the type its last hop reaches (every object
+    # held that way has it), None where the path's objects are not stored (a pruned snapshot).
+    type: str | None = None
     # By path, from the path's largest object in the newest snapshot: its verdict note and known leak's reason.
     verdict: str | None = None
     known_leak: str | None = None
@@ -342,6 +358,17 @@ class ObjectDetails:
     outgoing: list[Neighbour]
     incoming_count: int
     outgoing_count: int
+    values: list[PrimitiveValue] = field(default_factory=list)  # where the format has them (hprof)
+
+
+@dataclass(frozen=True)
+class PrimitiveValue:
+    """A primitive value an object holds: a field (``int size = 3``) or an array's first elements
+    (``int[12] = [1, 2, …]``, no name), as Java prints it (:func:`heapdb.loader.values.decode`)."""
+
+    type: str
+    name: str
+    value: str
 
 
 @dataclass(frozen=True)
@@ -358,6 +385,7 @@ class Instances:
     # A name filter on the listing's own order stops counting here ("this many or more"): a text as
     # common as "e" would otherwise walk every name of a type with a million objects.
     counted_to: int | None = None
+    path: str | None = None  # filtered by a retainer path (its signature): the path as text
 
 
 @dataclass(frozen=True)
@@ -439,6 +467,37 @@ class GateReport:
         return [f for f in self.findings if f.fails]
 
 
+@dataclass(frozen=True, kw_only=True)
+class GateRun(GateReport):
+    """A recorded run of the gate (``heapdb gate --record``): its report as it was decided, with the
+    run's number and when it was recorded. The report's own fields come first, so that an answer
+    reads as the gate's (its findings paged as the gate's are)."""
+
+    id: int
+    recorded_at: str  # ISO 8601, UTC
+
+
+@dataclass(frozen=True)
+class GateRunRow:
+    """One recorded gate run, in brief."""
+
+    id: int
+    recorded_at: str  # ISO 8601, UTC
+    baseline: str  # the snapshots' tags
+    candidate: str
+    passed: bool
+    failing: int  # findings that failed the gate
+
+
+@dataclass(frozen=True)
+class GateRuns:
+    """A page of the recorded gate runs, newest first."""
+
+    total: int  # runs that pass the filter
+    offset: int
+    runs: list[GateRunRow]
+
+
 @dataclass(frozen=True)
 class SignatureObservation:
     """A leak signature in one recorded build."""
@@ -477,3 +536,31 @@ def to_data(answer: Any, link: Callable[[ObjectRef], Any]) -> Any:
     if isinstance(answer, dict):
         return {key: to_data(value, link) for key, value in answer.items()}
     return answer
+
+
+def from_data(cls: type[T], data: Any) -> T:
+    """A ``cls`` again from what :func:`to_data` made of one, its object references kept as data
+    (``link`` :func:`dataclasses.asdict`: ``{"tag": ..., "id": ...}``). Fields that are computed
+    (``init=False``) are computed again; keys the class does not have are passed over."""
+    return typing.cast(T, _typed(cls, data))
+
+
+def _typed(annotation: Any, value: Any) -> Any:
+    if value is None:
+        return None
+    if isinstance(annotation, type) and is_dataclass(annotation):
+        hints = typing.get_type_hints(annotation)
+        given = {f.name: _typed(hints[f.name], value[f.name]) for f in fields(annotation) if f.init and f.name in value}
+        return annotation(**given)
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is list:
+        return [_typed(args[0], item) for item in value]
+    if origin is tuple:
+        kinds = [args[0]] * len(value) if len(args) == 2 and args[1] is Ellipsis else list(args)
+        return tuple(_typed(kind, item) for kind, item in zip(kinds, value))
+    if origin is dict:
+        return {key: _typed(args[1], item) for key, item in value.items()}
+    if origin in (typing.Union, types.UnionType):
+        chosen = [a for a in args if a is not type(None)]
+        return _typed(chosen[0], value) if len(chosen) == 1 else value
+    return value

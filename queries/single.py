@@ -16,6 +16,7 @@ from heapdb.loader.inspections.dom import DOM_TOTALS, DetachedDom, DetachedGroup
 from heapdb.loader.inspections.react import REACT_TOTALS, UnmountedComponent, UnmountedFibers
 from heapdb.loader.inspections.strings import STRING_TOTALS, DuplicateString, DuplicateStrings, StringOwner
 from heapdb.loader.store import DroppedReferences, Snapshot
+from heapdb.loader.values import decode
 from heapdb.queries import ignoring, params
 from heapdb.queries.base import Asking, SnapshotRef
 from heapdb.queries.params import MAX_LIMIT
@@ -24,6 +25,7 @@ from heapdb.queries.results import (
     Neighbour,
     ObjectDetails,
     ObjectInfo,
+    PrimitiveValue,
     Reference,
     RetainerPath,
     Retains,
@@ -32,6 +34,8 @@ from heapdb.queries.results import (
 )
 
 T = TypeVar("T")
+# One level of an object's retainers tree ("in") and of its containment tree ("out").
+LEVEL_QUERIES = {"in": "retainer-level", "out": "containment-level"}
 
 
 class SnapshotQuestions(Asking):
@@ -128,21 +132,29 @@ class SnapshotQuestions(Asking):
     def object(
         self, ref: SnapshotRef, object_id: int, p: params.ObjectDetails = params.ObjectDetails()
     ) -> ObjectDetails:
-        """An object with (at most ``p.limit`` of) its incoming and outgoing references."""
-        snapshot = self.snapshot(ref, objects=True)
-        rows = self._run("object", tag=snapshot.tag, id=object_id, limit=p.limit)
-        if not rows:
-            raise self._not_found(snapshot, object_id)
-        row = rows[0]
+        """An object with (at most ``p.limit`` of) its incoming and outgoing references.
 
-        this = ObjectInfo.from_row(row["object"])
+        Read as the first level of each of its trees (stored queries ``retainer-level`` and
+        ``containment-level``), which page a hub's references from the order its load wrote; the
+        stored query ``object`` gives the same rows in one call, but sorts every reference of a hub.
+        """
+        snapshot = self.snapshot(ref, objects=True)
+        levels = []
+        for name in (LEVEL_QUERIES["in"], LEVEL_QUERIES["out"]):
+            rows = self._run(name, tag=snapshot.tag, id=object_id, offset=0, limit=p.limit)
+            if not rows:
+                raise self._not_found(snapshot, object_id)
+            levels.append(rows[0])
+        values = self._run("object-values", tag=snapshot.tag, id=object_id)
+        this = ObjectInfo.from_row(levels[0]["object"])
         return ObjectDetails(
             tag=snapshot.tag,
             object=this,
-            incoming=self._neighbours(snapshot, this, row["incoming"], incoming=True),
-            outgoing=self._neighbours(snapshot, this, row["outgoing"], incoming=False),
-            incoming_count=row["incoming_count"],
-            outgoing_count=row["outgoing_count"],
+            incoming=self._neighbours(snapshot, this, levels[0]["rows"], incoming=True),
+            outgoing=self._neighbours(snapshot, this, levels[1]["rows"], incoming=False),
+            incoming_count=levels[0]["total"],
+            outgoing_count=levels[1]["total"],
+            values=_values(values[0]) if values else [],
         )
 
     def _neighbours(
@@ -423,6 +435,14 @@ class SnapshotQuestions(Asking):
             return [TypeRow(**row) for row in self._run("types", tag=snapshot.tag, sort=p.sort, limit=p.limit)]
 
         return self._cached(snapshot, ("types", p), compute)
+
+
+def _values(row: dict[str, Any]) -> list[PrimitiveValue]:
+    """An object's stored primitive values (stored query ``object-values``), decoded."""
+    if row["values"] is None:
+        return []
+    array = row["type"] if row["type"].endswith("[]") else None
+    return [PrimitiveValue(*value) for value in decode(row["values"], row["layout"], array)]
 
 
 def strings_not_computed(snapshot: Snapshot) -> NotComputed:

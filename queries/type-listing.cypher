@@ -1,5 +1,5 @@
 // name: type-listing
-// description: Every object of a type, largest retained first, as stored for find and a type's page: ids, names joined, name ends, self sizes, distances.
+// description: Every object of a type, largest retained first, as stored for find and a type's page: ids, names joined, name ends, self sizes, distances, path signatures.
 // needs: objects
 // param tag: string -- the snapshot's tag
 // param type: string -- the objects' type
@@ -11,4 +11,4 @@
 MATCH (s:Snapshot {tag: $tag, status: 'ready'})
 MATCH (t:TypeGroup {sid: s.sid, type: $type})
 RETURN t.listing_ids AS ids, t.listing_names AS names, t.listing_name_ends AS ends,
-       t.listing_self_sizes AS self_sizes, t.listing_distances AS distances
+       t.listing_self_sizes AS self_sizes, t.listing_distances AS distances, t.listing_path_sigs AS path_sigs

@@ -45,6 +45,7 @@ from heapdb.queries.questions import Questions
 from heapdb.service import (
     browse_pages,
     compare_pages,
+    gate_run_pages,
     intake,
     links,
     pages,
@@ -342,6 +343,7 @@ def create_app(
     browse_pages.add_browse_pages(app, questions)
     question_pages.add_question_pages(app, questions)
     rule_pages.add_rule_pages(app, handle.get)
+    gate_run_pages.add_gate_run_pages(app, questions)
     query_pages.add_query_pages(app, questions)
     intake.add_intake(app, handle.get)
     app.add_middleware(Guard, token=api_token, write_token=write_token)

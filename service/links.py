@@ -56,6 +56,8 @@ GROWTH = API + "/growth"
 GATE = API + "/gate"
 SIGNATURES = API + "/signatures"
 SIGNATURE = SIGNATURES + "/{sig}"
+GATE_RUNS = API + "/gate-runs"  # the CI gate's recorded runs, newest first
+GATE_RUN = GATE_RUNS + "/{id}"
 QUERIES = API + "/queries"
 QUERY = QUERIES + "/{name}"
 RULES = API + "/rules"
@@ -66,7 +68,8 @@ MCP = "/mcp"  # heapdb mcp --transport http: the Model Context Protocol over str
 API_DOCS = "/docs"  # FastAPI's: the API's description, to read and to try
 OPENAPI = "/openapi.json"
 
-# --- the pages (heapdb.service.pages, .compare_pages, .query_pages), each with its JSON twin
+# --- the pages (heapdb.service.pages, .compare_pages, .query_pages, .rule_pages, .gate_run_pages...),
+# each with its JSON twin
 HOME_PAGE = "/"  # the snapshots
 SNAPSHOT_PAGE = "/snapshots/{tag:segment}"
 OBJECT_PAGE = SNAPSHOT_PAGE + "/objects/{object_id}"
@@ -77,6 +80,8 @@ SEARCH_PAGE = "/search"
 ASK_PAGE = "/ask/{question}"  # any question, its subject and parameters in the query
 RULES_PAGE = "/rules"  # the rule sets
 RULE_PAGE = RULES_PAGE + "/{name}"
+GATE_RUNS_PAGE = "/gate-runs"  # the CI gate's recorded runs
+GATE_RUN_PAGE = GATE_RUNS_PAGE + "/{run_id}"
 COMPARE_PAGE = "/compare"
 LEAKS_PAGE = COMPARE_PAGE + "/leaks"
 GROWTH_PAGE = COMPARE_PAGE + "/growth"

@@ -48,7 +48,8 @@ To find a leak from three snapshots of one process (before, during, after the su
 `leaks`, then `why` on a cluster's `why` object to see the chain of references keeping it alive.
 With two snapshots: `diff`; with many: `growth`; with one: `suspects`, `top`, `types`.
 Then `retains` (what an object keeps alive) and `dominators` (what would free it).
-Leaks the CI gate found across builds: `signatures`, then `signature` for one's history.
+Leaks the CI gate found across builds: `signatures`, then `signature` for one's history; what each
+recorded gate run decided and why: `gate-runs`, then `gate-run` for one.
 Answers are bounded: a long one returns its first page and `page.handle` / `page.next`; call
 `page` with them for the rest, or ask again with a smaller `limit`. Objects are named by
 {"tag", "object_id"}: pass those to `why`, `retains`, `dominators` or `object`. Answers are compact:
@@ -86,6 +87,7 @@ PART_TYPES: dict[str, Any] = {
     "object": Annotated[int, Field(ge=-(2**63), le=2**63 - 1)],
     "tags": Annotated[list[Tag], Field(min_length=MIN_SERIES)],
     "signature": int,
+    "run": Annotated[int, Field(ge=1, le=2**63 - 1)],
 }
 
 

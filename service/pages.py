@@ -274,17 +274,20 @@ def add_pages(app: FastAPI, questions: Callable[[], Questions], token: str | Non
     routes(twin=False)
 
 
+WHOLE_NUMBERS = ("object_id", "run_id")  # the path values of pages that are numbers (others are text)
+
+
 def add_page(app: FastAPI, page: str, handler: Callable[..., Response]) -> None:
     """``page`` (a route template of :mod:`heapdb.service.links`) and its JSON twin on ``app``, each
     answered by ``handler(request, twin, **path values)``; the twin first, since a twin's URL would
-    also match its page's route (the other way round not). Path values are text, ``object_id`` a
-    whole number; the query is the handler's to read (a bad value then is an HTML 422 page)."""
+    also match its page's route (the other way round not). Path values are text, ``object_id`` and
+    ``run_id`` whole numbers; the query is the handler's to read (a bad value then is an HTML 422 page)."""
     names = re.findall(r"\{(\w+)", page)
     keyword = inspect.Parameter.KEYWORD_ONLY
     signature = inspect.Signature(
         [
             inspect.Parameter("request", keyword, annotation=Request),
-            *(inspect.Parameter(n, keyword, annotation=int if n == "object_id" else str) for n in names),
+            *(inspect.Parameter(n, keyword, annotation=int if n in WHOLE_NUMBERS else str) for n in names),
         ]
     )
     for twin in (True, False):
@@ -360,10 +363,8 @@ def object_view_url(tag: str, object_id: int, view: ObjectView, **changes: Any) 
 
 def brief(ask: Questions, found: Snapshot, object_id: int) -> ObjectInfo | None:
     """An object of the snapshot without its references; None for an id the snapshot has not."""
-    try:
-        return ask.object(found, object_id, params.ObjectDetails(limit=0)).object
-    except NotFound:
-        return None
+    found_objects = ask.briefs(found, [object_id])
+    return found_objects[0] if found_objects else None
 
 
 def retained_tree(retains: Retains) -> dict[str, Any]:

@@ -115,7 +115,7 @@ def _subject(question: Question, request: Request) -> list[Any] | None:
             found.append(given[-1] if given else None)
         elif not given:
             return None
-        elif part.kind in ("object", "signature"):
+        elif part.kind in ("object", "signature", "run"):
             try:
                 found.append(int(given[-1]))
             except ValueError:

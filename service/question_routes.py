@@ -31,6 +31,7 @@ BASES = {
     "object": links.OBJECT,
     "two snapshots": links.DIFF,
     "signature": links.SIGNATURE,
+    "gate run": links.GATE_RUN,
 }
 OTHER_BASE = links.API
 
@@ -57,6 +58,8 @@ def _annotation(part: Part, in_path: bool) -> tuple[Any, Any]:
         ], inspect.Parameter.empty
     if part.kind == "signature":
         return Annotated[int, FastAPIPath(ge=0, le=MAX_ID, description=part.description)], inspect.Parameter.empty
+    if part.kind == "run":
+        return Annotated[int, FastAPIPath(ge=1, le=MAX_ID, description=part.description)], inspect.Parameter.empty
     if part.kind == "tags":
         return Annotated[list[str], Query(description=part.description + " Repeat the key.")], inspect.Parameter.empty
     if part.kind == "since":

@@ -5,6 +5,7 @@ checked against the snapshot's own arrays (brute force over the graph and its an
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,12 +15,15 @@ from fastapi.testclient import TestClient
 from heapdb.cli import main
 from heapdb.db import Database
 from heapdb.errors import NotFound, ParameterError
+from heapdb.loader import store
 from heapdb.loader.graph import EdgeKind
+from heapdb.loader.store import hubs
+from heapdb.loader.store.listings import TypeListing
 from heapdb.queries import browse, params
 from heapdb.queries.questions import Questions
 from heapdb.renderers.text import instances_text
 from heapdb.service.app import create_app
-from tests.support.snapshots import Loaded
+from tests.support.snapshots import Loaded, load_snapshot
 
 PAGE = 70  # a page size that does not divide the leak's 600 objects of a type
 
@@ -136,6 +140,8 @@ def test_an_objects_references_come_a_level_and_a_page_at_a_time(
         assert sizes == sorted(sizes, reverse=True)
     with pytest.raises(NotFound):
         ask.references(leak_loaded.tag, -12345, params.References(direction=direction))
+    # A V8 snapshot keeps numbers and strings as objects of their own: no object holds values.
+    assert ask.object(leak_loaded.tag, object_id).values == []
 
 
 def test_weak_references_are_listed_and_marked(ask: Questions, leak_loaded: Loaded) -> None:
@@ -244,3 +250,90 @@ def test_a_name_filter_in_the_listings_order_counts_up_to_a_bound(
     assert bounded.counted_to == bounded.total == 15 < everything.total
     assert [o.id for o in bounded.objects] == [o.id for o in everything.objects[:10]]
     assert "1-10 of 15 or more" in instances_text(bounded)
+
+
+@pytest.mark.parametrize("ascii_only", [True, False])
+def test_a_listing_finds_names_as_brute_force_does(ascii_only: bool) -> None:
+    """Names that are empty, hold the text twice, run into the next name, or (not ASCII) are
+    compared by characters: each mode's places equal a test of every name in turn."""
+    rng = np.random.default_rng(7)
+    alphabet = list("ab-e") + ([] if ascii_only else ["é", "日"])
+    names = ["".join(rng.choice(alphabet, size=rng.integers(0, 6))) for _ in range(3000)]
+    ends = np.cumsum([len(n) for n in names], dtype=np.int64)
+    listing = TypeListing(np.arange(len(names), dtype=np.int64) * 3, "".join(names), ends)
+    tests = {
+        "contains": lambda name, text: text in name,
+        "prefix": lambda name, text: name.startswith(text),
+        "exact": lambda name, text: name == text,
+    }
+    for text in ("e", "ab", "b-", "aaaa", *alphabet[-2:]):
+        for mode, test in tests.items():
+            expected = [k for k, name in enumerate(names) if test(name, text)]
+            assert listing.places(text, len(names), mode).tolist() == expected, (text, mode)
+            assert listing.places(text, 5, mode).tolist() == expected[:5], (text, mode)
+            assert listing.matching(text, 2, mode).tolist() == [3 * k for k in expected[:2]], (text, mode)
+
+
+def test_a_hubs_levels_are_read_from_its_stored_order_and_equal_the_sorted_ones(
+    ask: Questions, database: Database, leak_snapshot: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Objects with more than HUB_REFERENCES references one way get their order written at load;
+    every page read from it equals the page Neo4j sorts, once the orders are removed."""
+    monkeypatch.setattr(hubs, "HUB_REFERENCES", 150)  # the leak's hubs hold hundreds, not 10,000s
+    loaded = load_snapshot(database, leak_snapshot, "hubs")
+    g = loaded.graph
+    where = "MATCH (s:Snapshot {tag: $tag}) MATCH (o:Object {sid: s.sid}) "
+    for direction, ends, prop in (("in", g.edge_to, "holders"), ("out", g.edge_sources(), "held")):
+        degree = np.bincount(ends, minlength=g.node_count)
+        stored = database.read(where + f"WHERE o.{prop}_order IS NOT NULL RETURN o.id AS id", {"tag": loaded.tag})
+        assert sorted(r["id"] for r in stored) == sorted(g.ids[degree > 150].tolist()) != []
+        chosen = [int(g.ids[i]) for i in np.argsort(-degree, kind="stable")[:3]]
+
+        count = {i: int(degree[loaded.index(i)]) for i in chosen}
+        from_order = {i: _pages(ask, loaded.tag, i, direction, count[i]) for i in chosen}
+        database.write(where + f"REMOVE o.{prop}_order, o.{prop}_nth", {"tag": loaded.tag})
+        for object_id, found in from_order.items():
+            assert found == _pages(ask, loaded.tag, object_id, direction, count[object_id]), (direction, object_id)
+            assert sum(len(p) for p in found) == count[object_id]
+
+
+def _pages(ask: Questions, tag: str, object_id: int, direction: str, count: int) -> list[list[tuple[int, str, str]]]:
+    """Every page of an object's references one way: each row's other end, kind and name."""
+    found = []
+    for offset in range(0, count + PAGE, PAGE):
+        level = ask.references(tag, object_id, params.References(direction=direction, offset=offset, limit=PAGE))
+        found.append([(n.object.id, n.reference.kind, n.reference.name) for n in level.references])
+    return found
+
+
+def test_a_paths_new_objects_are_those_held_that_way_and_new_since_the_earlier_snapshot(
+    ask: Questions, database: Database, leak_series_loaded: dict[str, Loaded]
+) -> None:
+    """The compare by path's rows open their objects: the type page filtered by the path's signature
+    and "new since", equal to the objects brute force finds on that path; old loads, whose listings
+    have no signatures, answer the same object by object."""
+    baseline, final = leak_series_loaded["baseline"], leak_series_loaded["final"]
+    diff = ask.diff(baseline.tag, final.tag, params.Diff(by="path", limit=1000))
+    grown = next(c for c in diff.changes if c.type == "LeakedItem" and c.count_delta > 0)  # type: ignore[union-attr]
+    g = final.graph
+    signature = store.LoadInput.from_analysis(g, final.result).paths.signature
+    old = set(baseline.graph.ids[members(baseline, "LeakedItem")].tolist())
+    held = members(final, "LeakedItem")
+    held = held[(signature[held] == grown.signature) & ~np.isin(g.ids[held], list(old))]
+    assert held.size == grown.count_delta  # the leak only adds objects on that path
+    values = {"type": "LeakedItem", "path": grown.signature, "since": baseline.tag, "limit": 1000}
+    page = ask.instances(final.tag, params.Instances(**values))
+    assert [o.id for o in page.objects] == expected_ids(final, held, "retained_size") and page.total == held.size
+    assert page.path == grown.label
+    assert grown.label in instances_text(page)
+    # Every object of the path, new or not: the group's count.
+    whole = ask.instances(final.tag, params.Instances(type="LeakedItem", path=grown.signature, limit=1000))
+    assert whole.total == grown.count_after
+    where = "MATCH (s:Snapshot {tag: $tag}) MATCH (t:TypeGroup {sid: s.sid, type: 'LeakedItem'}) "
+    saved = database.read(where + "RETURN t.listing_path_sigs AS sigs", {"tag": final.tag})[0]["sigs"]
+    database.write(where + "REMOVE t.listing_path_sigs", {"tag": final.tag})
+    try:
+        older = ask.instances(final.tag, params.Instances(**values))
+    finally:
+        database.write(where + "SET t.listing_path_sigs = $sigs", {"tag": final.tag, "sigs": saved})
+    assert [o.id for o in older.objects] == [o.id for o in page.objects] and older.total == page.total

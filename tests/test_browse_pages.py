@@ -252,4 +252,15 @@ def test_a_person_walks_from_the_summary_to_a_holder_searches_and_compares_in_ch
         browser.goto(base + compare_pages.compare_page(baseline.tag, tag))
         browser.follow(f'a[href="{browse_pages.type_page(tag, LEAKED, since=baseline.tag)}"]')
         assert f"of {new.total}" in browser.evaluate("document.querySelector('#page-note').textContent")
+        # The same by retainer path: the leak's path opens the objects new on it.
+        browser.goto(base + compare_pages.compare_page(baseline.tag, tag, by="path"))
+        by_path = ask.diff(baseline.tag, tag, params.Diff(by="path"))
+        grown = next(c for c in by_path.changes if c.type == LEAKED)  # type: ignore[union-attr]
+        link = browse_pages.type_page(tag, LEAKED, since=baseline.tag, path=grown.signature)
+        browser.follow(f'table.compare a[href="{link}"]')
+        on_path = ask.instances(tag, params.Instances(type=LEAKED, since=baseline.tag, path=grown.signature))
+        note = browser.evaluate("document.querySelector('#page-note').textContent")
+        assert f"of {on_path.total}," in note and grown.label in note and on_path.total == grown.count_delta
+        assert browser.evaluate(rows_shown) == len(on_path.objects)
+        browser.screenshot(SCREENSHOTS / "compare-path-objects.png")
         assert browser.problems == [], browser.problems

@@ -228,7 +228,7 @@ def builds(database: Database, tmp_path_factory: pytest.TempPathFactory):
         reports[n] = questions.gate(tags[n - 1], tags[n])
         questions.record_gate(reports[n])
     yield tags, reports
-    database.write("MATCH (n) WHERE n:Build OR n:Signature OR n:SignatureObservation DETACH DELETE n")
+    database.write("MATCH (n) WHERE n:Build OR n:Signature OR n:SignatureObservation OR n:GateRun DETACH DELETE n")
 
 
 def _leak(report: GateReport) -> GateFinding:

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from fastapi.testclient import TestClient
 
 from heapdb.cli import main
 from heapdb.db import Database
@@ -21,6 +22,8 @@ from heapdb.loader.graph import EdgeKind, HeapGraph
 from heapdb.queries import params
 from heapdb.queries.questions import Questions
 from heapdb.queries.results import Diff, Leaks, ObjectDiff
+from heapdb.service import pages
+from heapdb.service.app import create_app
 from tests.support.java import compile_java, dump_leak
 from tests.support.v8_fixtures import memlab_oracle, node_tools  # noqa: F401
 
@@ -153,6 +156,37 @@ def test_cli_answers_on_a_java_dump(loaded) -> None:
         assert SESSION in result.output
     result = CliRunner().invoke(main, ["why", tags["final"], str(session)])
     assert "CACHE" in result.output
+
+
+def test_an_objects_primitive_values_are_stored_and_shown(database: Database, loaded) -> None:
+    """A Session's fields and its byte[] buffer, as the object question, the CLI and the object page
+    give them: the values the dump holds, read back from the store and decoded."""
+    tags, graphs = loaded
+    g = graphs["final"]
+    q = Questions(database)
+    sessions = np.flatnonzero(g.type == g.strings.index(SESSION))
+    ids = {}
+    for node in sessions[:50].tolist():
+        details = q.object(tags["final"], int(g.ids[node]), params.ObjectDetails(limit=5))
+        (value,) = details.values  # Session's one primitive field: its id
+        assert (value.type, value.name) == ("int", "id")
+        ids[int(value.value)] = node
+        buffer = next(n.object.id for n in details.outgoing if n.reference.name == "buffer")
+        (array,) = q.object(tags["final"], buffer, params.ObjectDetails(limit=0)).values
+        assert (array.type, array.name, array.value) == ("byte[1000]", "", "[" + "0, " * 16 + "…]")
+    assert len(ids) == 50 and set(ids) <= set(range(SESSIONS["final"]))
+    # Its "user" string holds the same number: the values are this object's, not another's.
+    some = next(iter(ids))
+    user = next(
+        n.object.id
+        for n in q.object(tags["final"], int(g.ids[ids[some]]), params.ObjectDetails(limit=5)).outgoing
+        if n.reference.name == "user"
+    )
+    text = CliRunner().invoke(main, ["object", tags["final"], str(user)])
+    assert text.exit_code == 0 and "values:" in text.output and "byte coder = 0" in text.output, text.output
+    page = TestClient(create_app(token="")).get(pages.object_page(tags["final"], int(g.ids[ids[some]])))
+    assert page.status_code == 200 and '<h2 id="values-title">Values</h2>' in page.text
+    assert f"<code>{some}</code>" in page.text
 
 
 def test_convert_to_heapsnapshot_reads_back(dumps: dict[str, Path], tmp_path: Path, memlab_oracle) -> None:  # noqa: F811

@@ -5,8 +5,10 @@ for every object's shallow size, nearest-root distance and retained size, and th
 
 from __future__ import annotations
 
+import ast
 import collections
 import dataclasses
+import math
 import re
 import shutil
 import subprocess
@@ -19,6 +21,8 @@ import pytest
 from heapdb.loader import analysis
 from heapdb.loader.formats import hprof
 from heapdb.loader.graph import EdgeKind, HeapGraph
+from heapdb.loader.values import decode
+from heapdb.queries.results import PrimitiveValue
 from heapgen import hprof_writer as hw
 from heapgen.hprof_writer import INT, LONG, OBJECT, HprofWriter, standard_classes
 from heapgen.oracles import visualvm_view
@@ -39,6 +43,8 @@ class Oracle:
     vv_counts: dict[str, int]  # VisualVM's instance count per class
     jcmd_counts: dict[str, int]
     jcmd_bytes: dict[str, int]
+    fields: dict[int, list[tuple[str, str, str]]]  # instance id -> (type, name, value) of its primitive fields
+    arrays: dict[int, tuple[int, list[str]]]  # primitive array id -> (length, its first 16 elements)
 
 
 def jcmd_histogram(text: str) -> tuple[dict[str, int], dict[str, int]]:
@@ -81,15 +87,25 @@ def oracle(request: pytest.FixtureRequest, classes: Path, tmp_path_factory: pyte
         capture_output=True,
     )
     size, retained, depth, vv_counts = {}, {}, {}, {}
-    for row in table.read_text().splitlines():
-        f = row.split("\t")
+    fields: dict[int, list[tuple[str, str, str]]] = collections.defaultdict(list)
+    arrays: dict[int, tuple[int, list[str]]] = {}
+    for row in table.read_text(encoding="utf-8", errors="surrogateescape").split("\n"):
+        f = [_unescape(cell) for cell in row.split("\t")]
         if f[0] == "i":
             oid = int(f[1])
             size[oid], retained[oid], depth[oid] = int(f[3]), int(f[4]), int(f[5])
-        else:
+        elif f[0] == "c":
             vv_counts[f[1]] = int(f[2])
+        elif f[0] == "v":
+            fields[int(f[1])].append((f[2], f[3], f[4]))
+        elif f[0] == "a":
+            arrays[int(f[1])] = (int(f[2]), f[3:])
     counts, sizes = jcmd_histogram(hist)
-    return Oracle(dump, sessions, size, retained, depth, vv_counts, counts, sizes)
+    return Oracle(dump, sessions, size, retained, depth, vv_counts, counts, sizes, dict(fields), arrays)
+
+
+def _unescape(cell: str) -> str:
+    return re.sub(r"\\(.)", lambda m: {"t": "\t", "n": "\n", "r": "\r"}.get(m.group(1), m.group(1)), cell)
 
 
 def brute_retained(g: HeapGraph, a: analysis.Analysis, v: int) -> int:
@@ -222,6 +238,75 @@ def test_retained_sizes_match_visualvm(oracle: Oracle, read) -> None:
 
 
 # -- the reference size, on small dumps ---------------------------------------------------------------
+
+
+def _same_value(type_name: str, mine: str, theirs: str) -> bool:
+    """A value heapdb shows against VisualVM's text of it: floats by value (Python and Java print
+    them differently: 1e-05, 1.0E-5), chars quoted as Python quotes them, the rest as they are."""
+    if type_name in ("float", "double"):
+        a, b = float(mine), float(theirs)
+        return a == b or (math.isnan(a) and math.isnan(b))
+    if type_name == "char":
+        return len(theirs) == 1 and mine == repr(theirs)
+    return mine == theirs
+
+
+def stored_values(g: HeapGraph) -> dict[int, list[tuple[str, str, str]]]:
+    """Each object's primitive values as a load stores them (bytes on the object, the layout on its
+    class object, which its ``<class>`` reference reaches), decoded as the questions decode them."""
+    assert g.values is not None
+    nodes = np.arange(g.node_count, dtype=np.int64)
+    at, stored = g.values.stored_of(nodes)
+    classes, layouts = g.values.layouts_of(nodes)
+    layout = dict(zip(classes.tolist(), layouts))
+    label = g.strings.index("<class>")
+    found = {}
+    for n, text in zip(at.tolist(), stored):
+        edges = range(int(g.edge_start[n]), int(g.edge_start[n + 1]))
+        its = next(
+            (int(g.edge_to[e]) for e in edges if g.edge_name[e] == label and g.edge_kind[e] == EdgeKind.INTERNAL), -1
+        )
+        type_name = g.type_name(n)
+        found[int(g.ids[n])] = decode(text, layout.get(its), type_name if type_name.endswith("[]") else None)
+    return found
+
+
+def test_primitive_values_match_visualvm(oracle: Oracle, read) -> None:
+    """Every instance's primitive fields (inherited ones too) and every primitive array's first
+    elements, as the object page shows them, equal what VisualVM's heap library reads."""
+    g, node = read
+    shown = stored_values(g)
+    objects = {oid for oid in oracle.size if g.node_kinds[g.kind[node[oid]]] != "class"}
+    compared = 0
+    for oid in objects:
+        fields, array = oracle.fields.get(oid, []), oracle.arrays.get(oid)
+        found = shown.get(oid)
+        if not fields and array is None:
+            assert found is None, (hex(oid), found)
+            continue
+        assert found, hex(oid)
+        values = [PrimitiveValue(*v) for v in found]
+        if array is not None:
+            length, elements = array
+            (value,) = values
+            assert value.type.endswith(f"[{length}]") and not value.name, (hex(oid), value)
+            element_type = value.type.split("[")[0]
+            if element_type == "char":
+                assert ast.literal_eval(value.value.removesuffix("…")) == "".join(elements)
+            else:
+                body = value.value[1:-1].split(", ") if value.value != "[]" else []
+                assert body[-1] == "…" if length > len(elements) else len(body) == length, (hex(oid), body)
+                assert all(_same_value(element_type, a, b) for a, b in zip(body, elements)), (hex(oid), body, elements)
+        else:
+            mine = sorted((v.type, v.name, v.value) for v in values)
+            theirs = sorted(fields)
+            assert [(t, n) for t, n, _ in mine] == [(t, n) for t, n, _ in theirs], hex(oid)
+            assert all(_same_value(t, a[2], b[2]) for (t, *_), a, b in zip(mine, mine, theirs)), (mine, theirs)
+        compared += 1
+    # The leak's own objects are among them: each Session's id, each Payload's long[16].
+    sessions = [o for o in objects if g.type_name(node[o]) == "Leak$Session"]
+    assert sorted(int({n: v for _, n, v in shown[o]}["id"]) for o in sessions) == list(range(len(sessions)))
+    assert compared > 10_000
 
 
 @pytest.mark.parametrize(

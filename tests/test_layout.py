@@ -34,6 +34,7 @@ STAGES = {
     "heapdb.loader": 1,  # the package's docstring only
     "heapdb.loader.graph": 1,  # the arrays every stage shares
     "heapdb.loader.sources": 1,  # source locations and allocation stacks the graph carries
+    "heapdb.loader.values": 1,  # the primitive values the graph carries
     "heapdb.loader.formats": 1,  # files <-> arrays
     "heapdb.capture": 1,  # a Python heap -> a snap.bin file
     "heapdb.loader.analysis": 2,

@@ -67,6 +67,8 @@ TOOLS = {
     "gate",
     "signatures",
     "signature",
+    "gate-runs",
+    "gate-run",
     "queries",
     "query",
     "page",
@@ -295,6 +297,7 @@ def test_errors_are_tool_errors_with_heapdbs_message(loaded: dict[str, str]) -> 
         answers["parameter"] = await client.call_tool("query", {"name": "top", "parameters": {"tag": 5}})
         answers["signature"] = await client.call_tool("signature", {"signature": -7})
         answers["signatures"] = await client.call_tool("signatures", {"since": "no-such-build-" + uuid.uuid4().hex})
+        answers["gate-run"] = await client.call_tool("gate-run", {"run_id": 2**62})
         answers["after"] = await client.call_tool("snapshots", {})  # the server is still there
 
     over_stdio(agent)
@@ -306,7 +309,8 @@ def test_errors_are_tool_errors_with_heapdbs_message(loaded: dict[str, str]) -> 
     assert "parameter 'tag' must be" in text(answers["parameter"])
     assert "no leak signature -7 is remembered" in text(answers["signature"])
     assert "no recorded build or tag 'no-such-build-" in text(answers["signatures"])
-    failed = ("tag", "object", "limit", "handle", "query", "parameter", "signature", "signatures")
+    assert f"no gate run {2**62} is recorded" in text(answers["gate-run"])
+    failed = ("tag", "object", "limit", "handle", "query", "parameter", "signature", "signatures", "gate-run")
     assert all(answers[k].is_error for k in failed)
     assert not answers["after"].is_error
 

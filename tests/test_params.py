@@ -37,6 +37,7 @@ FRONT_ENDS = {
     params.Leaks: ("leaks", "/api/leaks"),
     params.Growth: ("growth", "/api/growth"),
     params.Gate: ("gate", "/api/gate"),
+    params.GateRuns: ("gate-runs", "/api/gate-runs"),
     params.Suspects: ("suspects", "/api/snapshots/{tag}/suspects"),
     params.Lifelines: ("lifelines", "/api/snapshots/{tag}/lifelines"),
     params.HeapDomStats: ("heapdomstats", "/api/snapshots/{tag}/heapdomstats"),

@@ -125,8 +125,9 @@ def test_every_stored_query_parses_and_starts_from_a_ready_snapshot() -> None:
             assert q.cypher.startswith("MATCH (s:Snapshot {tag: $tag, status: 'ready'})"), q.name
         elif ":Snapshot" in q.cypher:
             assert "status: 'ready'" in q.cypher, q.name
-        else:  # the remembered history (builds, signatures) outlives the snapshots it came from
-            assert {"build", "signature", "signatureobservation"} & set(re.findall(r":(\w+)", q.cypher.lower())), q.name
+        else:  # the remembered history (builds, signatures, gate runs) outlives the snapshots it came from
+            remembered = {"build", "signature", "signatureobservation", "gaterun"}
+            assert remembered & set(re.findall(r":(\w+)", q.cypher.lower())), q.name
 
 
 def test_parameters_are_checked_and_converted() -> None:

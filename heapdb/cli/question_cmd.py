@@ -111,7 +111,7 @@ def _subject_options(question: Question) -> list[Callable[[F], F]]:
 def _part_option(part: Part, *, as_option: bool) -> Callable[[F], F]:
     if part.kind == "tags":
         return click.argument(part.name, nargs=-1, required=True)
-    if part.kind == "signature":
+    if part.kind in ("signature", "run"):
         return click.argument(part.name, type=int)
     if part.kind == "since":
         return click.option("--" + part.name, metavar="BUILD", help=part.description)
@@ -214,7 +214,8 @@ def _gate(
         questions = Questions(database, timeout)
         report = questions.gate(baseline, candidate, p, rule_file)
         if record:
-            questions.record_gate(report)
+            run = questions.record_gate(report)
+            click.echo(f"heapdb: recorded as gate run {run.id} (`heapdb gate-run {run.id}`)", err=True)
     if junit_out is not None:
         junit_out.write_text(ci_report.junit_xml(report), encoding="utf-8")
         click.echo(f"heapdb: wrote {junit_out}", err=True)
@@ -269,7 +270,8 @@ EXTRAS = {
                 "--record/--no-record",
                 default=True,
                 show_default=True,
-                help="Remember both builds and the leak signatures found (see `heapdb history`, `heapdb signatures`).",
+                help="Remember both builds, the leak signatures found and the run itself (see `heapdb history`, "
+                "`heapdb signatures`, `heapdb gate-runs`).",
             ),
             click.option(
                 "--junit",

@@ -1,5 +1,5 @@
 """The gate's answers for people and CI systems: text (:func:`gate_text`, :func:`history_text`,
-:func:`signatures_text`), JUnit XML (test results) and Markdown (a job summary).
+:func:`signatures_text`, :func:`gate_runs_text`, :func:`gate_run_text`), JUnit XML (test results) and Markdown (a job summary).
 
 They live here rather than in :mod:`heapdb.renderers.text`: they are one feature's renderers, and the CLI
 imports them only when a gate command runs.
@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from heapdb.queries.results import GateFinding, GateReport, SignatureHistory
+from heapdb.queries.results import GateFinding, GateReport, GateRun, GateRuns, SignatureHistory
 from heapdb.renderers.text import _signed, short_name, why_command
 from heapdb.units import NAME_LIMIT, human_bytes
 
@@ -106,6 +106,25 @@ def signatures_text(answers: list[SignatureHistory]) -> str:
     if not answers:
         lines.append("no leak signature is remembered (`heapdb gate` records them)")
     return "\n".join(lines)
+
+
+def gate_runs_text(answer: GateRuns) -> str:
+    """Recorded gate runs, newest first, one line each."""
+    lines = [f"{'run':>6}  {'recorded (UTC)':<25}  {'verdict':<7}  {'failing':>7}  candidate against baseline"]
+    for r in answer.runs:
+        lines.append(
+            f"{r.id:>6}  {r.recorded_at:<25}  {'passed' if r.passed else 'FAILED':<7}  {r.failing:>7}  {r.candidate} against {r.baseline}"
+        )
+    if not answer.runs:
+        lines.append("no gate run is recorded here (`heapdb gate` records each run)")
+    elif answer.offset + len(answer.runs) < answer.total or answer.offset:
+        lines.append(f"runs {answer.offset + 1:,}–{answer.offset + len(answer.runs):,} of {answer.total:,}")
+    return "\n".join(lines)
+
+
+def gate_run_text(answer: GateRun) -> str:
+    """A recorded gate run: its number and time, then its report as `heapdb gate` printed it."""
+    return f"gate run {answer.id}, recorded {answer.recorded_at}\n" + gate_text(answer)
 
 
 def _xml_text(text: str) -> str:

@@ -363,6 +363,8 @@ def object_text(answer: ObjectDetails) -> str:
         lines.append(f"  verdict: {o.verdict}")
     if o.known_leak:
         lines.append(f"  part of a known leak: {o.known_leak}")
+    if answer.values:
+        lines += ["values:", *(f"  {' '.join(filter(None, (v.type, v.name)))} = {v.value}" for v in answer.values)]
     lines += [
         f"referenced by ({len(answer.incoming)} of {answer.incoming_count}):",
     ]
@@ -388,7 +390,8 @@ def instances_text(answer: Instances) -> str:
     order = "nearest the root first" if answer.sort == "distance" else f"largest {answer.sort.replace('_', ' ')} first"
     more = " or more" if answer.counted_to is not None and answer.total >= answer.counted_to else ""
     note = _page_note(len(answer.objects), answer.offset, answer.total, more)
-    return "\n".join([f"{answer.type} in {answer.tag}: {note}, {order}", objects_table(answer.objects)])
+    held = f" held by {answer.path}" if answer.path else ""
+    return "\n".join([f"{answer.type} in {answer.tag}{held}: {note}, {order}", objects_table(answer.objects)])
 
 
 def references_text(answer: ReferenceLevel) -> str:

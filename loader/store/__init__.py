@@ -16,6 +16,9 @@ The data model is described, with example Cypher, in ``docs/data-model.md``. One
 - :mod:`.rows`: what each object and reference carries, packed as batches;
 - :mod:`.writer`: where the batches go, and :func:`load` itself;
 - :mod:`.readback`: a stored snapshot read back as a graph (:func:`read_back`), for ``heapdb reanalyze``.
+- :mod:`.signatures` and :mod:`.gate_runs`: what ``heapdb gate --record`` remembers, the leak
+  signatures across builds and the gate's runs; :mod:`.rulesets`: the rule sets kept as data;
+  :mod:`.numbering`: the numbers those take in order.
 """
 
 from __future__ import annotations

@@ -69,7 +69,8 @@ SET_TYPE_LISTINGS = """
 UNWIND $rows AS r
 MATCH (t:TypeGroup {sid: $sid, type: r.type})
 SET t.listing_ids = r.listing_ids, t.listing_names = r.listing_names, t.listing_name_ends = r.listing_name_ends,
-    t.listing_self_sizes = r.listing_self_sizes, t.listing_distances = r.listing_distances
+    t.listing_self_sizes = r.listing_self_sizes, t.listing_distances = r.listing_distances,
+    t.listing_path_sigs = r.listing_path_sigs
 """
 # Type listings go in transactions of about this many bytes (a listing holds about 20 bytes per
 # object of its type): a few transactions for millions of objects, rather than one per type.

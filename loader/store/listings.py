@@ -7,6 +7,7 @@ reads them without importing the analysis (and numba, a quarter of a second of e
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,12 +58,14 @@ class TypeListing:
 
     Stored on the type's ``:TypeGroup`` (:meth:`properties`): ``listing_ids``,
     ``listing_name_ends``, ``listing_self_sizes`` (byte arrays of :data:`LISTING_DTYPE`),
-    ``listing_distances`` (of :data:`DISTANCE_DTYPE`, -1 where the root does not reach the object)
-    and ``listing_names``, the objects' stored names joined into one string; object ``i``'s name is
+    ``listing_distances`` (of :data:`DISTANCE_DTYPE`, -1 where the root does not reach the object),
+    ``listing_path_sigs`` (of :data:`LISTING_DTYPE`, the signature of each object's first retainer
+    path, 0 where there is none) and ``listing_names``, the objects' stored names joined into one string; object ``i``'s name is
     ``names[ends[i - 1]:ends[i]]``. A search for a text in the names of a type with 400,000 objects
     is then one substring search in one string, in process, instead of reading 400,000 nodes, and a
-    page of them by self size or distance one sort of two arrays. Loads of an older heapdb have no
-    sizes and distances (None): their other orders are read object by object.
+    page of them by self size or distance one sort of two arrays, and the objects of one retainer
+    path (a row of a diff by path) one comparison. Loads of an older heapdb have no sizes and
+    distances, or no path signatures (None): those orders and filters are read object by object.
     """
 
     ids: np.ndarray  # int64[k]
@@ -70,6 +73,7 @@ class TypeListing:
     ends: np.ndarray  # int64[k]: where each object's name ends in ``names``, in characters
     self_sizes: np.ndarray | None = None  # int64[k]
     distances: np.ndarray | None = None  # int32[k], -1: unreachable
+    path_sigs: np.ndarray | None = None  # int64[k], 0: no path
 
     def properties(self) -> dict[str, Any]:
         found = {
@@ -80,11 +84,19 @@ class TypeListing:
         if self.self_sizes is not None and self.distances is not None:
             found["listing_self_sizes"] = self.self_sizes.astype(LISTING_DTYPE).tobytes()
             found["listing_distances"] = self.distances.astype(DISTANCE_DTYPE).tobytes()
+        if self.path_sigs is not None:
+            found["listing_path_sigs"] = self.path_sigs.astype(LISTING_DTYPE).tobytes()
         return found
 
     @classmethod
     def from_properties(
-        cls, ids: bytes, names: str, ends: bytes, self_sizes: bytes | None = None, distances: bytes | None = None
+        cls,
+        ids: bytes,
+        names: str,
+        ends: bytes,
+        self_sizes: bytes | None = None,
+        distances: bytes | None = None,
+        path_sigs: bytes | None = None,
     ) -> TypeListing:
         figures = self_sizes is not None and distances is not None
         return cls(
@@ -93,6 +105,7 @@ class TypeListing:
             np.frombuffer(ends, dtype=LISTING_DTYPE),
             np.frombuffer(self_sizes, dtype=LISTING_DTYPE) if figures else None,  # type: ignore[arg-type]
             np.frombuffer(distances, dtype=DISTANCE_DTYPE) if figures else None,  # type: ignore[arg-type]
+            None if path_sigs is None else np.frombuffer(path_sigs, dtype=LISTING_DTYPE),
         )
 
     @property
@@ -101,7 +114,8 @@ class TypeListing:
         figures = (
             0 if self.self_sizes is None or self.distances is None else self.self_sizes.nbytes + self.distances.nbytes
         )
-        return int(self.ids.nbytes + self.ends.nbytes + len(self.names) + figures)
+        paths = 0 if self.path_sigs is None else self.path_sigs.nbytes
+        return int(self.ids.nbytes + self.ends.nbytes + len(self.names) + figures + paths)
 
     def matching(self, text: str, limit: int, mode: str = "contains") -> np.ndarray:
         """The ids of the first ``limit`` objects whose name matches ``text``, in listing order."""
@@ -112,20 +126,40 @@ class TypeListing:
         (``mode`` "contains"), starts with it ("prefix") or is it ("exact"): int64 indexes, in order."""
         if not text:
             return np.arange(min(limit, self.ids.size), dtype=np.int64)
+        if mode != "contains":
+            return self._starting_with(text, mode == "exact")[:limit]
         found: list[int] = []
         at = self.names.find(text)
         while at >= 0 and len(found) < limit:
             # The object whose name holds position ``at`` (names of length 0 hold none).
             k = int(np.searchsorted(self.ends, at, side="right"))
-            start, end = (int(self.ends[k - 1]) if k else 0), int(self.ends[k])
-            inside = at + len(text) <= end
-            if inside and (mode == "contains" or (at == start and (mode == "prefix" or at + len(text) == end))):
+            end = int(self.ends[k])
+            if at + len(text) <= end:
                 found.append(k)
             # Either way the next candidate starts in a later name: a match that crosses the end
-            # of name k started after every position where one fits inside it, and a first match
-            # inside it that is not at its start is the only one a prefix could have been.
+            # of name k started after every position where one fits inside it.
             at = self.names.find(text, end)
         return np.array(found, dtype=np.int64)
+
+    def _starting_with(self, text: str, whole: bool) -> np.ndarray:
+        """Every place whose name starts with ``text`` (is it, if ``whole``), in order. Names are
+        compared where they start, not found by searching the text: a common prefix such as "e"
+        occurs in most names but starts few, and a search would visit every occurrence."""
+        starts = np.concatenate((np.zeros(1, np.int64), self.ends[:-1]))
+        lengths = self.ends - starts
+        places = np.flatnonzero(lengths == len(text) if whole else lengths >= len(text))
+        if self.names.isascii() and text.isascii():
+            # One byte a character: compare the text's bytes column by column, a vector at a time.
+            for j, byte in enumerate(text.encode("ascii")):
+                places = places[self._ascii[starts[places] + j] == byte]
+            return places
+        names, begins = self.names, starts.tolist()
+        return np.array([k for k in places.tolist() if names.startswith(text, begins[k])], dtype=np.int64)
+
+    @functools.cached_property
+    def _ascii(self) -> np.ndarray:
+        """The names as bytes (for ASCII names only), made at the first prefix or exact search."""
+        return np.frombuffer(self.names.encode("ascii"), dtype=np.uint8)
 
     def ordered(self, places: np.ndarray, sort: str) -> np.ndarray:
         """``places`` by ``sort``: retained size as listed, self size largest first, distance nearest

@@ -50,6 +50,7 @@ from heapdb.errors import RebuildError
 from heapdb.loader.graph import HeapGraph
 from heapdb.loader.store.admin_import import ImportFiles, run_import
 from heapdb.loader.store.groups import GROUP_KINDS, write_groups, write_listings
+from heapdb.loader.store.hubs import hub_orders, write_hub_orders
 from heapdb.loader.store.lifecycle import check_tag, loader_alive, unfinished
 from heapdb.loader.store.listings import DroppedReferences, TypeListing
 from heapdb.loader.store.schema import ensure_schema
@@ -82,6 +83,7 @@ class StagedSnapshot:
     properties: dict[str, Any]  # its :Snapshot node's (snapshot_properties)
     groups: dict[str, list[list[Any]]]  # its group nodes' rows by label (LoadInput.group_rows)
     listings: list[tuple[str, TypeListing]]
+    hubs: dict[str, list[dict[str, Any]]]  # its hubs' reference orders (hubs.hub_orders)
     root_id: int
     top_id: int | None  # the id of its object of rank 1 (the largest retained size), if any
     dropped: DroppedReferences | None = None  # the references its rules keep from retaining
@@ -159,6 +161,7 @@ def stage(
         properties=snapshot_properties(data, source=source, meta=meta, analysed_with=analysed_with),
         groups=data.group_rows(),
         listings=list(data.type_listings()),
+        hubs=hub_orders(data),
         root_id=int(g.ids[g.root]),
         top_id=int(g.ids[first[0]]) if len(first) else None,
         dropped=data.dropped_references(),
@@ -318,6 +321,7 @@ def _swap(staged: list[StagedSnapshot], files: ImportFiles, seconds: dict[str, f
             for snapshot in staged:
                 write_groups(database, snapshot.sid, snapshot.groups, dropped=snapshot.dropped)
                 write_listings(database, snapshot.sid, iter(snapshot.listings), len(snapshot.listings))
+                write_hub_orders(database, snapshot.sid, snapshot.hubs)
                 _write_snapshot(database, snapshot, seconds)
             seconds["write"] = time.monotonic() - started
             phase, started = "verify", time.monotonic()

@@ -52,6 +52,11 @@ OBJECT_COLUMNS = (
     # locations"): its script position ``file:line:column`` and its allocation stack as text.
     Column("location", Kind.TEXT),
     Column("allocated_at", Kind.TEXT),
+    # Its primitive values, where the format has them (hprof: an instance's primitive fields, a
+    # primitive array's first elements), as bytes in hexadecimal; on a class object, its instances'
+    # primitive fields, which decode them (heapdb.loader.values).
+    Column("values", Kind.TEXT),
+    Column("field_layout", Kind.TEXT),
 )
 # A reference's properties; its relationship type is REFERENCE_TYPES[0] when it retains, else [1].
 REFERENCE_COLUMNS = (Column("kind", Kind.TEXT), Column("name", Kind.TEXT))
@@ -118,11 +123,17 @@ def object_batch(data: LoadInput, ranks: tuple[np.ndarray, np.ndarray], order: W
 
 
 def _source_columns(strings: Strings, g: HeapGraph, index: np.ndarray) -> list[np.ndarray]:
-    """The objects ``index``'s ``location`` and ``allocated_at``, NULL (no property) where none."""
-    columns = [np.full(index.shape[0], NULL, dtype=np.int64) for _ in range(2)]
-    for column, sources in zip(columns, (g.locations, g.allocations)):
+    """The objects ``index``'s ``location``, ``allocated_at``, ``values`` and ``field_layout``, NULL
+    (no property) where none."""
+    columns = [np.full(index.shape[0], NULL, dtype=np.int64) for _ in range(4)]
+    for column, sources in zip(columns[:2], (g.locations, g.allocations)):
         if sources is not None:
             offsets, texts = sources.texts_of(g.strings, index)
+            if texts:
+                column[offsets] = strings.add(texts)
+    if g.values is not None:
+        for column, of in zip(columns[2:], (g.values.stored_of, g.values.layouts_of)):
+            offsets, texts = of(index)
             if texts:
                 column[offsets] = strings.add(texts)
     return columns

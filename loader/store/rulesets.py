@@ -15,20 +15,16 @@ from __future__ import annotations
 
 import hashlib
 import os
-import random
 import re
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from typing import Any
 
-import neo4j
-import neo4j.exceptions
-
 from heapdb import settings
-from heapdb.db import Database, translate_errors
+from heapdb.db import Database
 from heapdb.errors import NotFound, ParameterError
+from heapdb.loader.store.numbering import create_numbered
 from heapdb.loader.store.schema import ensure_schema
 
 # A rule set's name: what `heapdb rules add --name` takes and the REST route's path segment. A letter
@@ -39,7 +35,6 @@ MAX_AUTHOR_CHARS = 200
 MAX_TEXT_BYTES = 1 << 20  # a rule file is a page of TOML; a megabyte is far more than any needs
 MAX_VERSION = 2**31 - 1  # versions count up from 1; the bound keeps a bad --version out of the driver
 _NAME = re.compile(NAME_PATTERN)
-_ADD_ATTEMPTS = 10  # adds of one name at once: the loser of the (name, version) constraint tries again
 
 
 @dataclass(frozen=True)
@@ -130,25 +125,7 @@ def add_rule_set(
         "added_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
 
-    def work(tx: neo4j.ManagedTransaction) -> dict[str, Any]:
-        record = tx.run(
-            "OPTIONAL MATCH (old:RuleSet {name: $p.name}) "
-            "WITH coalesce(max(old.version), 0) + 1 AS version "
-            "CREATE (r:RuleSet) SET r = $p, r.version = version "
-            "RETURN r {.*} AS r",
-            p=properties,
-        ).single(strict=True)
-        return dict(record["r"])
-
-    with translate_errors(database.connection), database.session() as session:
-        for attempt in range(_ADD_ATTEMPTS):
-            try:
-                return RuleSetRecord.from_properties(session.execute_write(work))
-            except neo4j.exceptions.ConstraintError:
-                if attempt == _ADD_ATTEMPTS - 1:
-                    raise
-                time.sleep(random.uniform(0, 0.02 * (attempt + 1)))  # spread the next tries of those that met
-    raise AssertionError("unreachable")  # pragma: no cover
+    return RuleSetRecord.from_properties(create_numbered(database, "RuleSet", "version", properties, within="name"))
 
 
 def list_rule_sets(database: Database, *, all_versions: bool = False) -> list[RuleSetRecord]:

@@ -17,6 +17,11 @@ STORE_VERSION = 4
 # Snapshots stored before the version was recorded carry no store_version property.
 FIRST_STORE_VERSION = 1
 
+# A recorded run of the CI gate by its number; the constraint also keeps two runs recorded at once
+# from taking one number (heapdb.loader.store.numbering). Recording a run creates it alone, so that a
+# CI job never waits for the object indexes of a load that is under way.
+GATE_RUN_KEY = "CREATE CONSTRAINT heapdb_gate_run_key IF NOT EXISTS FOR (r:GateRun) REQUIRE r.id IS UNIQUE"
+
 SCHEMA = (
     "CREATE CONSTRAINT heapdb_snapshot_sid IF NOT EXISTS FOR (s:Snapshot) REQUIRE s.sid IS UNIQUE",
     "CREATE INDEX heapdb_snapshot_tag IF NOT EXISTS FOR (s:Snapshot) ON (s.tag)",
@@ -47,6 +52,7 @@ SCHEMA = (
     # A snapshot's unmounted React components, by component.
     "CREATE INDEX heapdb_fiber_group_sid IF NOT EXISTS FOR (g:FiberGroup) ON (g.sid)",
     "CREATE CONSTRAINT heapdb_rule_set_key IF NOT EXISTS FOR (r:RuleSet) REQUIRE (r.name, r.version) IS UNIQUE",
+    GATE_RUN_KEY,
 )
 
 

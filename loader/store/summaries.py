@@ -356,6 +356,7 @@ class LoadInput:
                     np.cumsum(lengths[inverse]),
                     g.self_size[objects],
                     self.distance[objects],
+                    self.paths.signature[objects],
                 ),
             )
 

@@ -36,6 +36,7 @@ from heapdb.loader.store import bulk
 from heapdb.loader.store.batches import DEFAULT_BATCH, chunks, run_batches
 from heapdb.loader.store.bulk import Batch
 from heapdb.loader.store.groups import write_groups, write_listings
+from heapdb.loader.store.hubs import hub_orders, write_hub_orders
 from heapdb.loader.store.lifecycle import HEARTBEAT_SECONDS, claim, hide, start_purge
 from heapdb.loader.store.order import WriteOrder, write_order
 from heapdb.loader.store.rows import OBJECT_COLUMNS, REFERENCE_COLUMNS, REFERENCE_TYPES, object_batch, reference_batch
@@ -339,6 +340,8 @@ class _Steps:
         with progress.bar("write references", total=g.edge_count, unit="ref") as bar:
             counting = _Counting(bar, self.heartbeat, "references_written")
             run_batches(send, chunks(g.edge_count, self.batch_size), counting, self.workers)
+        # After every reference: a hub's page is read from its order, then its references.
+        write_hub_orders(self.database, sink.sid, hub_orders(data))
         self.report.seconds["references"] = time.monotonic() - started
 
     def _objects(self, title: str, objects: np.ndarray) -> None:

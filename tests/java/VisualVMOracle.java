@@ -5,10 +5,14 @@ import java.io.FileWriter;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.Map;
+import org.graalvm.visualvm.lib.jfluid.heap.FieldValue;
 import org.graalvm.visualvm.lib.jfluid.heap.Heap;
 import org.graalvm.visualvm.lib.jfluid.heap.HeapFactory;
 import org.graalvm.visualvm.lib.jfluid.heap.Instance;
 import org.graalvm.visualvm.lib.jfluid.heap.JavaClass;
+import org.graalvm.visualvm.lib.jfluid.heap.ObjectArrayInstance;
+import org.graalvm.visualvm.lib.jfluid.heap.ObjectFieldValue;
+import org.graalvm.visualvm.lib.jfluid.heap.PrimitiveArrayInstance;
 
 /**
  * heapdb's independent oracle for Java heap dumps: VisualVM's heap library (the jar Debian's
@@ -18,6 +22,9 @@ import org.graalvm.visualvm.lib.jfluid.heap.JavaClass;
  * "i ID CLASS SIZE RETAINED DEPTH" per instance (every object VisualVM lists, class objects
  * included), where DEPTH is the length of the getNearestGCRootPointer chain to a GC root (0 for a
  * root, -1 when VisualVM finds no path), and "c CLASS COUNT BYTES" per class (its histogram line).
+ * Primitive values follow each instance: "v ID TYPE NAME VALUE" per primitive field (inherited ones
+ * too), "a ID LENGTH V1 V2 ..." for a primitive array with its first 16 elements; tabs, line ends
+ * and backslashes in a value are escaped as \t, \n, \r and \\.
  */
 public class VisualVMOracle {
     public static void main(String[] args) throws Exception {
@@ -36,11 +43,35 @@ public class VisualVMOracle {
                 out.print(instance.getRetainedSize());
                 out.print('\t');
                 out.println(depth(instance, depths));
+                values(out, instance);
             }
             for (JavaClass cls : heap.getAllClasses()) {
                 out.println("c\t" + cls.getName() + "\t" + cls.getInstancesCount() + "\t" + cls.getAllInstancesSize());
             }
         }
+    }
+
+    static void values(PrintWriter out, Instance instance) {
+        if (instance instanceof PrimitiveArrayInstance) {
+            PrimitiveArrayInstance array = (PrimitiveArrayInstance) instance;
+            out.print("a\t" + instance.getInstanceId() + "\t" + array.getLength());
+            java.util.List<String> elements = array.getValues();
+            for (int k = 0; k < Math.min(16, elements.size()); k++) {
+                out.print("\t" + escape(elements.get(k)));
+            }
+            out.println();
+        } else if (!(instance instanceof ObjectArrayInstance)) {
+            for (FieldValue value : instance.getFieldValues()) {
+                if (!(value instanceof ObjectFieldValue)) {
+                    out.println("v\t" + instance.getInstanceId() + "\t" + value.getField().getType().getName() + "\t"
+                        + value.getField().getName() + "\t" + escape(value.getValue()));
+                }
+            }
+        }
+    }
+
+    static String escape(String text) {
+        return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r");
     }
 
     /** The nearest-root chain's length, remembered per object: chains share their tails. */

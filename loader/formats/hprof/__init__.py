@@ -146,6 +146,7 @@ from heapdb.loader.formats.hprof.traces import StackTraces
 from heapdb.loader.formats.snapbin.ids import IdIndex
 from heapdb.loader.formats.text import safe_strings
 from heapdb.loader.graph import ROOT_NAME, SYNTHETIC_KIND, EdgeKind, HeapGraph, root_kind_node_name
+from heapdb.loader.values import FieldValues
 
 if TYPE_CHECKING:
     from heapdb.progress import ByteProgress
@@ -307,6 +308,7 @@ class _Reader:
         fits = instances.copy()
         fits[instances] = field_bytes[cls_index[instances]] == rows["obj_len"][instances]
         lay_start, lay_off, lay_name, lay_weak = dumps.layouts(np.unique(cls_index[fits]))
+        value_index, value_layouts = dumps.value_layouts(np.unique(cls_index[fits]))
 
         # Types, names, sizes.
         node_kind = np.zeros(n, dtype=np.uint8)
@@ -423,6 +425,19 @@ class _Reader:
                 heap_names[int(t)] = self.dump.string(int(name_id)) or f"heap {t}"
             meta["heap"] = heap
             meta["heap_names"] = heap_names
+        layout = np.full(n_obj, -1, dtype=np.int32)
+        layout[fits] = value_index[cls_index[fits]]
+        values = FieldValues(
+            self.dump.buf,
+            first_obj,
+            rows["obj_off"],
+            rows["obj_len"],
+            layout,
+            np.where(is_prim, obj_class & 0xFF, 0).astype(np.uint8),
+            value_layouts,
+            first_class,
+            value_index.astype(np.int32),
+        )
         locations = self.traces.frame_locations(rows, rooted)
         allocations = self.traces.allocation_traces(rows, n, first_obj)
         graph = HeapGraph(
@@ -441,6 +456,7 @@ class _Reader:
             meta=meta,
             locations=locations,
             allocations=allocations,
+            values=values,
         )
         try:
             graph.validate()

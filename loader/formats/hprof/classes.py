@@ -19,6 +19,7 @@ from heapdb.loader.formats.hprof.layout import (
     TYPE_OBJECT,
 )
 from heapdb.loader.graph import EdgeKind
+from heapdb.loader.values import PrimitiveField
 
 
 class ClassDumps:
@@ -94,11 +95,13 @@ class ClassDumps:
         self.parent = [by_id.get(c["super"], -1) if c["super"] else -1 for c in self.classes]
         own_bytes = [sum(BASIC_TYPES[t][1] or self.dump.id_size for _, t in c["fields"]) for c in self.classes]
         own_refs = [sum(t == TYPE_OBJECT for _, t in c["fields"]) for c in self.classes]
+        own_values = [sum(t != TYPE_OBJECT for _, t in c["fields"]) for c in self.classes]
         field_bytes = np.full(len(self.classes), -1, dtype=np.int64)
         ref_fields = np.zeros(len(self.classes), dtype=np.int64)
         # The class itself or its nearest super class that declares an object field (-1: none), so
         # that a layout skips the classes that add none to it however deep the chain.
         self.declaring = np.full(len(self.classes), -1, dtype=np.int64)
+        self.declaring_values = np.full(len(self.classes), -1, dtype=np.int64)  # the same for primitive fields
         self.reference_kind: list[str | None] = [None] * len(self.classes)
         for i in range(len(self.classes)):
             chain = []
@@ -117,6 +120,7 @@ class ClassDumps:
             refs = int(ref_fields[j]) if done else 0
             kind = self.reference_kind[j] if done else None
             declaring = int(self.declaring[j]) if done else -1
+            declaring_values = int(self.declaring_values[j]) if done else -1
             for k in reversed(chain):
                 base += own_bytes[k]
                 field_bytes[k] = base
@@ -124,6 +128,8 @@ class ClassDumps:
                 ref_fields[k] = refs
                 declaring = k if own_refs[k] else declaring
                 self.declaring[k] = declaring
+                declaring_values = k if own_values[k] else declaring_values
+                self.declaring_values[k] = declaring_values
                 kind = REFERENCE_KINDS.get(self.names[k], kind)
                 self.reference_kind[k] = kind
         self.field_bytes_ = field_bytes
@@ -170,6 +176,28 @@ class ClassDumps:
             np.asarray(lay_name, dtype=np.int64),
             np.asarray(lay_weak, dtype=np.uint8),
         )
+
+    def value_layouts(self, used: np.ndarray) -> tuple[np.ndarray, list[tuple[PrimitiveField, ...]]]:
+        """The primitive fields of the classes ``used`` (indexes) over the hierarchy, in instance
+        order: each class's index into the layouts (-1: unused, or none), and the layouts. Bounded
+        as :meth:`layouts` is: each step up the hierarchy (``declaring_values``) adds a field."""
+        field_bytes, parent = self.field_bytes_, self.parent
+        index = np.full(len(self.classes), -1, dtype=np.int64)
+        found: list[tuple[PrimitiveField, ...]] = []
+        for i in used.tolist():
+            fields: list[PrimitiveField] = []
+            j = int(self.declaring_values[i])
+            while j >= 0:
+                off = int(field_bytes[i] - field_bytes[j])
+                for field_name, t in self.classes[j]["fields"]:
+                    if t != TYPE_OBJECT:
+                        fields.append(PrimitiveField(field_name, int(t), off))
+                    off += BASIC_TYPES[t][1] or self.dump.id_size
+                j = int(self.declaring_values[parent[j]]) if parent[j] >= 0 else -1
+            if fields:
+                index[i] = len(found)
+                found.append(tuple(fields))
+        return index, found
 
     def oop_size(self, class_names: list[str]) -> int:
         """The JVM's reference size: the id size, unless a 64-bit dump's probe classes show 4-byte
