@@ -6,19 +6,37 @@
 // param limit: int = 50 in 1..1000 -- how many children to return, over all parents
 //
 // The limit's largest retained sizes are found in the (sid, dom, retained_size) index alone; only
-// the children that reach the smallest of them are read, then ordered with ties by id.
+// the children that reach the smallest of them are read, then ordered with ties by id. An object
+// that dominates more than 10,000 others has its children's order written at load
+// (`dominated_order`, largest first, then by id): its first `limit` are read from it, not the
+// index's entries of all its children, nor every child as large as the cutoff (all 139,000 entries
+// of an array whose entries are all one size).
 MATCH (s:Snapshot {tag: $tag, status: 'ready'})
 CALL (s) {
   UNWIND $ids AS parent_id
+  MATCH (parent:Object {sid: s.sid, id: parent_id})
+  WHERE parent.dominated_order IS NULL
   MATCH (c:Object {sid: s.sid, dom: parent_id})
   WHERE c.retained_size IS NOT NULL
   WITH c.retained_size AS size ORDER BY size DESC LIMIT $limit
-  RETURN min(size) AS cutoff
+  // Fewer than the limit: they all count, and so does every hub's first `limit` (sizes are >= 0).
+  RETURN CASE WHEN count(size) < $limit THEN -1 ELSE min(size) END AS cutoff
 }
 UNWIND $ids AS parent_id
-MATCH (child:Object {sid: s.sid, dom: parent_id})
-WHERE child.retained_size >= cutoff
-WITH parent_id, child ORDER BY child.retained_size DESC, child.id LIMIT $limit
+MATCH (parent:Object {sid: s.sid, id: parent_id})
+CALL (s, parent, cutoff) {
+  WITH parent WHERE parent.dominated_order IS NULL
+  MATCH (child:Object {sid: s.sid, dom: parent.id})
+  WHERE child.retained_size >= cutoff
+  RETURN child
+  UNION
+  WITH parent WHERE parent.dominated_order IS NOT NULL
+  UNWIND parent.dominated_order[..$limit] AS child_id
+  MATCH (child:Object {sid: s.sid, id: child_id})
+  WHERE child.retained_size >= cutoff
+  RETURN child
+}
+WITH parent.id AS parent_id, child ORDER BY child.retained_size DESC, child.id LIMIT $limit
 RETURN parent_id AS parent,
        child {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached, .verdict, .known_leak, .location, .allocated_at, .bucket, root: child:Root} AS child
 ORDER BY child.retained_size DESC, child.id

@@ -295,6 +295,18 @@ def test_a_hubs_levels_are_read_from_its_stored_order_and_equal_the_sorted_ones(
         for object_id, found in from_order.items():
             assert found == _pages(ask, loaded.tag, object_id, direction, count[object_id]), (direction, object_id)
             assert sum(len(p) for p in found) == count[object_id]
+    # The dominator tree's hubs: what they retain, read from their children's order, as before.
+    idom = loaded.result.idom
+    below = (idom >= 0) & (np.arange(g.node_count) != g.root)  # the root is no one's child
+    children = np.bincount(idom[below], minlength=g.node_count)
+    stored = database.read(where + "WHERE o.dominated_order IS NOT NULL RETURN o.id AS id", {"tag": loaded.tag})
+    assert sorted(r["id"] for r in stored) == sorted(g.ids[children > 150].tolist()) != []
+    parents = [int(g.ids[i]) for i in np.flatnonzero(children > 150)][:4]
+    wide = params.Retains(depth=3, limit=1000)
+    retained = {i: ask.retains(loaded.tag, i, wide) for i in [*parents, int(g.ids[g.root])]}
+    database.write(where + "REMOVE o.dominated_order", {"tag": loaded.tag})
+    for object_id, before in retained.items():
+        assert before == ask.retains(loaded.tag, object_id, wide), object_id
 
 
 def _pages(ask: Questions, tag: str, object_id: int, direction: str, count: int) -> list[list[tuple[int, str, str]]]:
