@@ -18,7 +18,7 @@ from heapdb.loader.store import Snapshot
 from heapdb.queries import params
 from heapdb.queries.base import SnapshotRef
 from heapdb.queries.results import Instances, ObjectInfo, ReferenceLevel, SearchResults, TypeRow
-from heapdb.queries.single import LEVEL_QUERIES, SnapshotQuestions
+from heapdb.queries.single import SnapshotQuestions
 
 # A search, or a type's objects filtered by name, counts its matches up to this many past its page,
 # then says "or more".
@@ -87,13 +87,7 @@ class BrowseQuestions(SnapshotQuestions):
         """A page of what references an object (``p.direction`` "in": one level of its retainers
         tree, holders nearest the root first) or of what it references ("out": its containment
         tree, largest first); weak references listed and marked."""
-        snapshot = self.snapshot(ref, objects=True)
-        rows = self._run(LEVEL_QUERIES[p.direction], tag=snapshot.tag, id=object_id, offset=p.offset, limit=p.limit)
-        if not rows:
-            raise self._not_found(snapshot, object_id)
-        this = ObjectInfo.from_row(rows[0]["object"])
-        found = self._neighbours(snapshot, this, rows[0]["rows"], incoming=p.direction == "in")
-        return ReferenceLevel(snapshot.tag, this, p.direction, p.offset, rows[0]["total"], found)
+        return self._level(self.snapshot(ref, objects=True), object_id, p.direction, p.offset, p.limit)
 
     def search(self, ref: SnapshotRef, p: params.Search) -> SearchResults:
         """Types whose name matches ``p.text`` (ignoring case), the object whose id it is, and strings

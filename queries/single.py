@@ -27,6 +27,7 @@ from heapdb.queries.results import (
     ObjectInfo,
     PrimitiveValue,
     Reference,
+    ReferenceLevel,
     RetainerPath,
     Retains,
     TypeRow,
@@ -139,23 +140,27 @@ class SnapshotQuestions(Asking):
         stored query ``object`` gives the same rows in one call, but sorts every reference of a hub.
         """
         snapshot = self.snapshot(ref, objects=True)
-        levels = []
-        for name in (LEVEL_QUERIES["in"], LEVEL_QUERIES["out"]):
-            rows = self._run(name, tag=snapshot.tag, id=object_id, offset=0, limit=p.limit)
-            if not rows:
-                raise self._not_found(snapshot, object_id)
-            levels.append(rows[0])
+        incoming, outgoing = (self._level(snapshot, object_id, d, 0, p.limit) for d in ("in", "out"))
         values = self._run("object-values", tag=snapshot.tag, id=object_id)
-        this = ObjectInfo.from_row(levels[0]["object"])
         return ObjectDetails(
             tag=snapshot.tag,
-            object=this,
-            incoming=self._neighbours(snapshot, this, levels[0]["rows"], incoming=True),
-            outgoing=self._neighbours(snapshot, this, levels[1]["rows"], incoming=False),
-            incoming_count=levels[0]["total"],
-            outgoing_count=levels[1]["total"],
+            object=incoming.object,
+            incoming=incoming.references,
+            outgoing=outgoing.references,
+            incoming_count=incoming.total,
+            outgoing_count=outgoing.total,
             values=_values(values[0]) if values else [],
         )
+
+    def _level(self, snapshot: Snapshot, object_id: int, direction: str, offset: int, limit: int) -> ReferenceLevel:
+        """One level of the object's retainers (``direction`` "in") or containment ("out") tree: a
+        page of its references, weak ones listed and marked (stored queries :data:`LEVEL_QUERIES`)."""
+        rows = self._run(LEVEL_QUERIES[direction], tag=snapshot.tag, id=object_id, offset=offset, limit=limit)
+        if not rows:
+            raise self._not_found(snapshot, object_id)
+        this = ObjectInfo.from_row(rows[0]["object"])
+        found = self._neighbours(snapshot, this, rows[0]["rows"], incoming=direction == "in")
+        return ReferenceLevel(snapshot.tag, this, direction, offset, rows[0]["total"], found)
 
     def _neighbours(
         self, snapshot: Snapshot, this: ObjectInfo, items: list[dict[str, Any]], incoming: bool

@@ -117,12 +117,12 @@ def object_batch(data: LoadInput, ranks: tuple[np.ndarray, np.ndarray], order: W
         *_look_through_columns(data, index),
         _note_column(strings, data, data.known_leak, index),
         _note_column(strings, data, data.verdict, index),
-        *_source_columns(strings, g, index),
+        *_text_columns(strings, g, index),
     ]
     return pack(columns, strings)
 
 
-def _source_columns(strings: Strings, g: HeapGraph, index: np.ndarray) -> list[np.ndarray]:
+def _text_columns(strings: Strings, g: HeapGraph, index: np.ndarray) -> list[np.ndarray]:
     """The objects ``index``'s ``location``, ``allocated_at``, ``values`` and ``field_layout``, NULL
     (no property) where none."""
     columns = [np.full(index.shape[0], NULL, dtype=np.int64) for _ in range(4)]

@@ -307,8 +307,9 @@ class _Reader:
         # Layouts only for classes with an instance of the right length (a wrong one is an error below).
         fits = instances.copy()
         fits[instances] = field_bytes[cls_index[instances]] == rows["obj_len"][instances]
-        lay_start, lay_off, lay_name, lay_weak = dumps.layouts(np.unique(cls_index[fits]))
-        value_index, value_layouts = dumps.value_layouts(np.unique(cls_index[fits]))
+        used = np.unique(cls_index[fits])
+        lay_start, lay_off, lay_name, lay_weak = dumps.layouts(used)
+        value_index, value_layouts = dumps.value_layouts(used)
 
         # Types, names, sizes.
         node_kind = np.zeros(n, dtype=np.uint8)
