@@ -11,8 +11,18 @@ knows its format:
 - snap.bin: chunk header fields rewritten *with the checksums recomputed* (so the change reaches the
   parser), payload values rewritten in place (checksums recomputed, recompressed when zstd), and
   decompression bombs (small zstd frames declaring hundreds of MiB);
-- hprof: a top-level record's length or tag, or any four bytes of a record's body (ids, counts,
-  lengths, sub-record tags), set to extreme values;
+- hprof, on the seed's records and heap-dump sub-records as parsed: a top-level record's length or
+  tag, or any four bytes of its body, set to extreme values; declared counts and lengths (an
+  instance's field bytes, an array's length, a class dump's constant, static and field counts and
+  instance size) set to 0, 1, one more or less, 2^31, 2^32 - 1; the header's identifier size (the
+  other valid one, or one no JVM writes); class layouts (a type code set to an invalid or another
+  basic type, a field count changed); super class ids (a class its own super class, two classes
+  each other's, a missing class, another class, none) and chains of up to 2,000 new classes, closed
+  into a cycle or not, with an instance of each; whole heap-dump records deleted (a lost segment),
+  moved before the STRING and LOAD_CLASS records they need, swapped, written twice, split between or
+  inside sub-records, up to 100,000 empty ones added, HEAP_DUMP_END removed or moved; STRING records'
+  lengths changed, texts replaced by odd bytes (invalid UTF-8, NUL, 300,000 bytes), ids written
+  twice; ids in sub-records pointed at no object, null, or another object's id;
 - any format: truncation, bit flips, inserted and deleted bytes.
 
 The oracle (:func:`run_case`): the reader returns a valid graph or raises :class:`FormatError`,
@@ -21,6 +31,10 @@ checksum, a string where a list belongs, a dangling reference, a count mismatch)
 peak of traced memory stays within :data:`MEMORY_MULTIPLE` times the file size plus
 :data:`MEMORY_FLOOR` (a stated bound: the readers' fixed buffers, and snap.bin's decompression floor);
 and no case takes longer than :data:`HANG_SECONDS`.
+
+Why this module is long: each format's mutations need that format's structure (JSON documents,
+snap.bin's chunks, hprof's records and sub-records), and they share the oracle; split by format,
+each part would import the others' helpers.
 
 Randomness comes from a :class:`random.Random`, so Hypothesis (``st.randoms()``) drives it in the
 test suite and ``benchmarks/fuzz.py`` drives it with plain seeds for the long run.
@@ -42,7 +56,9 @@ from pathlib import Path
 from typing import Any
 
 from heapdb.errors import FormatError
+from heapdb.loader.formats.hprof.layout import BASIC_TYPES, ROOT_TAGS
 from heapdb.loader.formats.snapbin.layout import CHUNK_FIELDS, CHUNK_HEADER, FILE_HEADER, MAX_EXPANSION
+from heapgen.hprof_writer import HprofWriter
 from heapgen.seeds import SAMPLE_ROOTS, dump_text, random_dump, sample_objects, small, small_snapshot, traced_snapshot
 
 FORMATS = ("v8", "luau", "snapbin", "hprof")
@@ -111,7 +127,9 @@ def seeds(fmt: str) -> tuple[bytes, ...]:
     if fmt == "luau":
         return (dump_text(sample_objects(), SAMPLE_ROOTS).encode(),)
     if fmt == "hprof":
+        # Segmented and not, 4- and 8-byte ids, HotSpot's and Android's (heaps, arrays without data).
         out_hprof = [small(4)[0].to_bytes(segment_records=2), small(8)[0].to_bytes()]
+        out_hprof.append(small(8)[0].to_bytes(segment_records=3))
         out_hprof.append(random_dump(random.Random(3), 4, True)[0])
         return tuple(out_hprof)
     import tempfile
@@ -357,36 +375,420 @@ def _snapbin_mutation(seed: bytes, rng: random.Random) -> tuple[bytes, str, bool
 
 
 # -- hprof mutations ------------------------------------------------------------------------------
+#
+# A seed is first parsed into its top-level records and, inside its heap-dump records, its
+# sub-records with the positions of the fields worth rewriting: declared counts and lengths, ids,
+# super class ids, type codes. Mutations then rewrite those fields, or move whole records, and say
+# whether the result is definitely malformed (a case the reader must reject).
+
+HPROF_U4_EXTREMES = [0, 1, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF, 2**31 // 8, 0x00FFFFFF]
+HPROF_U2_EXTREMES = [0, 1, 0x7FFF, 0xFFFF]
+NO_SUCH_ID = 0x7EADBEE0  # above every id the seeds use, and fits 4-byte ids
 
 
-def _hprof_records(data: bytes) -> list[int]:
-    """The offsets of an hprof file's top-level records."""
-    pos = data.index(b"\0") + 13
+@dataclass
+class _Sub:
+    """One heap-dump sub-record of a well-formed seed: its tag, where it starts and ends, and the
+    fields a mutation rewrites (name -> (offset, width)); a class dump's also its id, its super
+    class's, the positions of its type codes and the bytes of its own instance fields."""
+
+    tag: int
+    start: int
+    end: int
+    fields: dict[str, tuple[int, int]]
+    types: list[int]
+    ident: int = 0
+    super_id: int = 0
+    own_bytes: int = 0
+
+
+@dataclass
+class _HprofSeed:
+    """A parsed seed: its id size and where the header holds it; its top-level records as (offset,
+    tag, length); its heap-dump sub-records, each with the index of its record."""
+
+    data: bytes
+    id_size: int
+    id_at: int
+    records: list[tuple[int, int, int]]
+    subs: list[tuple[int, _Sub]]
+
+    def u(self, at: int, width: int) -> int:
+        return int.from_bytes(self.data[at : at + width], "big")
+
+    def record_bytes(self, index: int) -> bytes:
+        offset, _, length = self.records[index]
+        return self.data[offset : offset + 9 + length]
+
+    def heap_records(self) -> list[int]:
+        return [i for i, (_, tag, _) in enumerate(self.records) if tag in (0x0C, 0x1C)]
+
+    def classes(self) -> list[_Sub]:
+        return [sub for _, sub in self.subs if sub.tag == 0x20]
+
+    def with_records(self, order: list[bytes]) -> bytes:
+        """The header, then ``order`` as the records."""
+        return self.data[: self.records[0][0]] + b"".join(order)
+
+
+def _type_size(code: int, id_size: int) -> int:
+    return BASIC_TYPES[code][1] or id_size
+
+
+def _class_dump(data: bytes, id_size: int, pos: int) -> _Sub:
+    """A CLASS_DUMP sub-record at ``pos``: its counts, type codes and own instance field bytes."""
+    p = pos + 1
+    sub = _Sub(0x20, pos, 0, {"class id": (p, id_size), "super": (p + id_size + 4, id_size)}, [])
+    sub.ident = int.from_bytes(data[p : p + id_size], "big")
+    sub.super_id = int.from_bytes(data[p + id_size + 4 : p + 2 * id_size + 4], "big")
+    p += 7 * id_size + 4
+    sub.fields["instance size"] = (p, 4)
+    p += 4
+    for section, name_width, with_value in (
+        ("constant pool", 2, True),
+        ("statics", id_size, True),
+        ("fields", id_size, False),
+    ):
+        count = int.from_bytes(data[p : p + 2], "big")
+        sub.fields[f"{section} count"] = (p, 2)
+        p += 2
+        for _ in range(count):
+            code = data[p + name_width]
+            sub.types.append(p + name_width)
+            size = _type_size(code, id_size)
+            p += name_width + 1 + (size if with_value else 0)
+            if not with_value:
+                sub.own_bytes += size
+    sub.end = p
+    return sub
+
+
+def _object_sub(data: bytes, id_size: int, pos: int, tag: int) -> _Sub:
+    """An instance, object array or primitive array sub-record at ``pos``."""
+    p = pos + 1
+    fields = {"object id": (p, id_size), "length": (p + id_size + 4, 4)}
+    count = int.from_bytes(data[p + id_size + 4 : p + id_size + 8], "big")
+    if tag == 0x21:
+        fields["class id"] = (p + id_size + 4, id_size)
+        fields["length"] = (p + 2 * id_size + 4, 4)
+        length = int.from_bytes(data[p + 2 * id_size + 4 : p + 2 * id_size + 8], "big")
+        end = p + 2 * id_size + 8 + length
+    elif tag == 0x22:
+        fields["class id"] = (p + id_size + 8, id_size)
+        end = p + 2 * id_size + 8 + count * id_size
+    else:
+        fields["type"] = (p + id_size + 8, 1)
+        end = p + id_size + 9 + (count * _type_size(data[p + id_size + 8], id_size) if tag == 0x23 else 0)
+    return _Sub(tag, pos, end, fields, [])
+
+
+def _hprof_subs(data: bytes, id_size: int, start: int, end: int) -> list[_Sub]:
+    """The sub-records of one heap-dump record's body ``data[start:end]`` (of a well-formed seed)."""
     out = []
-    while pos + 9 <= len(data):
-        out.append(pos)
-        pos += 9 + struct.unpack_from(">I", data, pos + 5)[0]
+    pos = start
+    while pos < end:
+        tag = data[pos]
+        if tag == 0x20:
+            sub = _class_dump(data, id_size, pos)
+        elif tag in (0x21, 0x22, 0x23, 0xC3):
+            sub = _object_sub(data, id_size, pos, tag)
+        elif tag == 0xFE:  # Android's HEAP_DUMP_INFO
+            sub = _Sub(tag, pos, pos + 5 + id_size, {"heap name": (pos + 5, id_size)}, [])
+        else:  # a GC root: its id, then what its kind adds (-1: another id)
+            extra = ROOT_TAGS[tag][1]
+            sub = _Sub(
+                tag, pos, pos + 1 + id_size + (id_size if extra < 0 else extra), {"root id": (pos + 1, id_size)}, []
+            )
+        out.append(sub)
+        pos = sub.end
     return out
 
 
-def _hprof_mutation(seed: bytes, rng: random.Random) -> tuple[bytes, str, bool]:
-    """A record's length, or any 4 bytes of a record's body (an id, a count, a length, a tag), set to
-    an extreme value; or a record's tag changed."""
-    records = _hprof_records(seed)
-    at = rng.choice(records)
+@cache
+def _parse_hprof(data: bytes) -> _HprofSeed:
+    """A seed's records and sub-records (seeds are few: parsed once each)."""
+    id_at = data.index(b"\0") + 1
+    id_size = int.from_bytes(data[id_at : id_at + 4], "big")
+    pos = id_at + 12
+    records: list[tuple[int, int, int]] = []
+    subs: list[tuple[int, _Sub]] = []
+    while pos + 9 <= len(data):
+        tag, length = data[pos], struct.unpack_from(">I", data, pos + 5)[0]
+        if tag in (0x0C, 0x1C):
+            subs += [(len(records), sub) for sub in _hprof_subs(data, id_size, pos + 9, pos + 9 + length)]
+        records.append((pos, tag, length))
+        pos += 9 + length
+    return _HprofSeed(data, id_size, id_at, records, subs)
+
+
+def _put(data: bytes, at: int, width: int, value: int) -> bytes:
+    return data[:at] + (value % (1 << (8 * width))).to_bytes(width, "big") + data[at + width :]
+
+
+def _hprof_record_mutation(seed: _HprofSeed, rng: random.Random) -> tuple[bytes, str, bool]:
+    """A top-level record's length, tag, or any 4 bytes of its body set to an extreme value. A
+    record's length is certainly wrong when it runs past the file's end or changes a record whose
+    length is fixed (LOAD_CLASS, STACK_FRAME)."""
+    data = seed.data
+    at, tag, length = rng.choice(seed.records)
     choice = rng.random()
-    if choice < 0.3:
-        value = rng.choice([0, 1, 0x7FFFFFFF, 0xFFFFFFFF, 2**31, rng.randrange(2**32)])
-        return seed[: at + 5] + struct.pack(">I", value) + seed[at + 9 :], f"record length {value} at {at}", False
     if choice < 0.4:
-        tag = rng.choice([0x00, 0x01, 0x02, 0x0C, 0x1C, 0x2C, 0xFF])
-        return seed[:at] + bytes([tag]) + seed[at + 1 :], f"record tag 0x{tag:02x} at {at}", False
-    length = struct.unpack_from(">I", seed, at + 5)[0]
+        value = rng.choice([*HPROF_U4_EXTREMES, length + 1, max(length - 1, 0), rng.randrange(2**32)])
+        past_end = at + 9 + value > len(data)
+        fixed = tag in (0x02, 0x04) and value != length
+        return _put(data, at + 5, 4, value), f"record length {length} -> {value} at {at}", past_end or fixed
+    if choice < 0.5:
+        new = rng.choice([0x00, 0x01, 0x02, 0x04, 0x05, 0x0C, 0x1C, 0x2C, 0xFF])
+        return _put(data, at, 1, new), f"record tag 0x{tag:02x} -> 0x{new:02x} at {at}", False
     if length < 4:
-        return _flip(seed, rng)
+        return _flip(data, rng)
     where = at + 9 + rng.randrange(length - 3)
     value = rng.choice([0, 1, 0x7FFFFFFF, 0xFFFFFFFF, 0x80000000, 0xFF, 0x20, 0x21, 0x22, 0x23])
-    return seed[:where] + struct.pack(">I", value) + seed[where + 4 :], f"body u4 {value:#x} at {where}", False
+    return _put(data, where, 4, value), f"body u4 {value:#x} at {where}", False
+
+
+def _hprof_count_mutation(seed: _HprofSeed, rng: random.Random) -> tuple[bytes, str, bool]:
+    """A declared count or length set to an extreme value: an instance's field bytes, an array's
+    length, a class dump's constant pool, static and field counts or its declared instance size.
+
+    Certainly wrong: an instance's length changed when its class was dumped before it (its class
+    decides its length), and an array whose data would now run past its record's end."""
+    candidates = [
+        (r, sub, name)
+        for r, sub in seed.subs
+        for name in sub.fields
+        if "count" in name or name.endswith(("length", "size"))
+    ]
+    record, sub, name = rng.choice(candidates)
+    at, width = sub.fields[name]
+    old = seed.u(at, width)
+    extremes = HPROF_U4_EXTREMES if width == 4 else HPROF_U2_EXTREMES
+    value = rng.choice([*extremes, old + 1, max(old - 1, 0), old * 2 + 1])
+    corrupt = False
+    if value != old and name == "length":
+        if sub.tag == 0x21:
+            class_id = seed.u(*sub.fields["class id"])
+            corrupt = any(c.ident == class_id and c.start < sub.start for c in seed.classes())
+        elif sub.tag in (0x22, 0x23):
+            offset, _, length = seed.records[record]
+            element = seed.id_size if sub.tag == 0x22 else _type_size(seed.data[sub.fields["type"][0]], seed.id_size)
+            corrupt = at + 4 + (seed.id_size if sub.tag == 0x22 else 1) + value * element > offset + 9 + length
+    return _put(seed.data, at, width, value), f"sub-record 0x{sub.tag:02x} {name} {old} -> {value} at {at}", corrupt
+
+
+def _hprof_header_mutation(seed: _HprofSeed, rng: random.Random) -> tuple[bytes, str, bool]:
+    """The header's identifier size: the other valid one (every id then misread), or one no JVM
+    writes (certainly wrong)."""
+    value = rng.choice([0, 1, 2, 3, 4, 5, 8, 16, 0xFFFFFFFF])
+    data = _put(seed.data, seed.id_at, 4, value)
+    return data, f"identifier size {seed.id_size} -> {value}", value not in (4, 8)
+
+
+def _hprof_layout_mutation(seed: _HprofSeed, rng: random.Random) -> tuple[bytes, str, bool]:
+    """A class dump's layout: a type code (of a constant, a static or a field) set to one no JVM
+    writes (certainly wrong) or to another basic type, or its field count changed."""
+    classes = [c for c in seed.classes() if c.types] or seed.classes()
+    cls = rng.choice(classes)
+    if cls.types and rng.random() < 0.7:
+        at = rng.choice(cls.types)
+        value = rng.choice([0, 1, 3, 12, 0x20, 0xFF, *BASIC_TYPES])
+        corrupt = value not in BASIC_TYPES
+        return _put(seed.data, at, 1, value), f"type code {seed.data[at]} -> {value} at {at}", corrupt
+    at, width = cls.fields["fields count"]
+    old = seed.u(at, width)
+    value = rng.choice([old + 1, max(old - 1, 0), 0, 0xFFFF])
+    return _put(seed.data, at, width, value), f"field count {old} -> {value} of the class dump at {cls.start}", False
+
+
+def _hprof_super_mutation(seed: _HprofSeed, rng: random.Random) -> tuple[bytes, str, bool]:
+    """Super class ids: a class its own super class or two classes each other's (a cycle: certainly
+    wrong), a super class the dump lacks, another class's, none; or a deep chain of new classes."""
+    classes = seed.classes()
+    op = rng.choice(["self", "pair", "missing", "other", "none", "chain", "chain"])
+    if op == "chain" or len(classes) < 2:
+        return _hprof_chain(seed, rng)
+    cls = rng.choice(classes)
+    at, width = cls.fields["super"]
+    if op == "self":
+        return _put(seed.data, at, width, cls.ident), f"class at {cls.start} its own super class", True
+    if op == "pair":
+        other = rng.choice([c for c in classes if c is not cls])
+        data = _put(seed.data, at, width, other.ident)
+        data = _put(data, other.fields["super"][0], width, cls.ident)
+        return data, f"classes at {cls.start} and {other.start} each other's super class", True
+    value = {"missing": NO_SUCH_ID, "none": 0}.get(op, rng.choice(classes).ident)
+    return _put(seed.data, at, width, value), f"super class of the class at {cls.start} -> {value:#x}", False
+
+
+def _hprof_chain(seed: _HprofSeed, rng: random.Random) -> tuple[bytes, str, bool]:
+    """A chain of new classes appended to a heap-dump record, each the super class of the next, the
+    first a subclass of a seed class, one instance of each; closed into a cycle (certainly wrong) or
+    not. Every hundredth class declares an object field, every thousandth an int field too."""
+    ids = seed.id_size
+    depth = rng.choice([2, 50, 500, 2000])  # deeper chains are the bounds tests' (tests/fuzz/test_hprof_bounds.py)
+    cycle = rng.random() < 0.25
+    base = rng.choice(seed.classes())
+    inherited = _hierarchy_bytes(seed, base.ident)
+    first = 0x7F000000
+    body = bytearray()
+    for level in range(depth):
+        cid = first + 16 * level
+        sup = (first + 16 * (depth - 1) if cycle else base.ident) if level == 0 else cid - 16
+        fields = [(1, 2)] if level % 100 == 99 else []
+        fields += [(2, 10)] if level % 1000 == 999 else []
+        inherited += sum(_type_size(t, ids) for _, t in fields)
+        body += b"\x20" + cid.to_bytes(ids, "big") + bytes(4) + sup.to_bytes(ids, "big") + bytes(5 * ids)
+        body += struct.pack(">IHHH", inherited, 0, 0, len(fields))
+        body += b"".join(name.to_bytes(ids, "big") + bytes([t]) for name, t in fields)
+        body += b"\x21" + (cid + 8).to_bytes(ids, "big") + bytes(4) + cid.to_bytes(ids, "big")
+        body += struct.pack(">I", inherited) + bytes(inherited)
+    where = "cycle" if cycle else f"chain under the class at {base.start}"
+    return _append_subs(seed, bytes(body)), f"{depth} classes in a {where}", cycle
+
+
+def _hierarchy_bytes(seed: _HprofSeed, class_id: int) -> int:
+    """The instance field bytes of a seed class over its super classes."""
+    by_id = {c.ident: c for c in seed.classes()}
+    total, seen = 0, set()
+    while class_id in by_id and class_id not in seen:
+        seen.add(class_id)
+        total += by_id[class_id].own_bytes
+        class_id = by_id[class_id].super_id
+    return total
+
+
+def _append_subs(seed: _HprofSeed, body: bytes) -> bytes:
+    """The seed with ``body`` (sub-records) added at the end of its last heap-dump record."""
+    last = seed.heap_records()[-1]
+    tag = seed.records[last][1]
+    order = [seed.record_bytes(i) for i in range(len(seed.records))]
+    order[last] = HprofWriter.record(tag, order[last][9:] + body)
+    return seed.with_records(order)
+
+
+def _hprof_segment_mutation(seed: _HprofSeed, rng: random.Random) -> tuple[bytes, str, bool]:
+    """Whole heap-dump records: one deleted (a lost segment; certainly wrong only when it was the
+    heap's only record), moved before the STRING and LOAD_CLASS records it needs, two swapped, one
+    written twice (certainly wrong when it holds an object or class: ids written twice), one split in
+    two (certainly wrong inside a sub-record), empty ones added, or the HEAP_DUMP_END removed or
+    moved before the last segment (certainly wrong: the dump looks truncated)."""
+    heaps = seed.heap_records()
+    order = [seed.record_bytes(i) for i in range(len(seed.records))]
+    ends = [i for i, (_, tag, _) in enumerate(seed.records) if tag == 0x2C]
+    pick = rng.choice(heaps)
+    op = rng.choice(["delete", "move", "swap", "twice", "split", "empty", "end"])
+    if op == "delete":
+        del order[pick]
+        return seed.with_records(order), f"heap-dump record {pick} deleted", len(heaps) == 1
+    if op == "move":
+        order.insert(0, order.pop(pick))
+        return seed.with_records(order), f"heap-dump record {pick} moved first", False
+    if op == "swap" and len(heaps) > 1:
+        a, b = rng.sample(heaps, 2)
+        order[a], order[b] = order[b], order[a]
+        return seed.with_records(order), f"heap-dump records {a} and {b} swapped", False
+    if op == "twice":
+        order.insert(pick, order[pick])
+        holds_ids = any(sub.tag in (0x20, 0x21, 0x22, 0x23, 0xC3) for r, sub in seed.subs if r == pick)
+        return seed.with_records(order), f"heap-dump record {pick} written twice", holds_ids
+    if op == "split":
+        return _hprof_split(seed, order, pick, rng)
+    if op == "end" and ends:
+        end = order.pop(ends[0])
+        if rng.random() < 0.5:
+            return seed.with_records(order), "HEAP_DUMP_END deleted", True
+        order.insert(heaps[-1], end)
+        return seed.with_records(order), "HEAP_DUMP_END before the last segment", True
+    count = rng.choice([1, 100, 10_000, 100_000])
+    empty = HprofWriter.record(0x1C if ends else 0x0C, b"")
+    order[pick:pick] = [empty] * count
+    return seed.with_records(order), f"{count} empty heap-dump records before record {pick}", False
+
+
+def _hprof_split(seed: _HprofSeed, order: list[bytes], pick: int, rng: random.Random) -> tuple[bytes, str, bool]:
+    """Heap-dump record ``pick`` cut in two records of its tag, between two sub-records or inside one."""
+    offset, tag, length = seed.records[pick]
+    subs = [sub for r, sub in seed.subs if r == pick]
+    inside = bool(subs) and rng.random() < 0.5
+    if inside:
+        sub = rng.choice(subs)
+        cut = rng.randrange(sub.start + 1, sub.end) - offset - 9
+    else:
+        cut = rng.choice([0, length, *(sub.start - offset - 9 for sub in subs)])
+    body = order[pick][9:]
+    order[pick : pick + 1] = [HprofWriter.record(tag, body[:cut]), HprofWriter.record(tag, body[cut:])]
+    where = "inside a sub-record" if inside else "between sub-records"
+    return seed.with_records(order), f"heap-dump record {pick} split at {cut}, {where}", inside
+
+
+ODD_NAMES = [
+    b"",
+    b"a" * 300_000,
+    b"\xff\xfe\xc0\x80 not UTF-8",
+    b"nul\0inside",
+    "\ud800".encode("utf-8", "surrogatepass"),
+    b"bell\x07 and escape \x1b[31m",
+    "é".encode() * 1000,
+]
+
+
+def _hprof_string_mutation(seed: _HprofSeed, rng: random.Random) -> tuple[bytes, str, bool]:
+    """A STRING record: its length changed (certainly wrong when shorter than its id or past the
+    file's end), its text replaced by odd bytes (invalid UTF-8, NUL, 300,000 bytes), or its id
+    written again with another text."""
+    strings = [i for i, (_, tag, _) in enumerate(seed.records) if tag == 0x01]
+    i = rng.choice(strings)
+    at, _, length = seed.records[i]
+    op = rng.choice(["length", "length", "text", "twice"])
+    if op == "length":
+        value = rng.choice([0, seed.id_size - 1, length - 1, length + 1, 0x7FFFFFFF, 0xFFFFFFFF])
+        corrupt = value < seed.id_size or at + 9 + value > len(seed.data)
+        return _put(seed.data, at + 5, 4, value), f"STRING length {length} -> {value} at {at}", corrupt
+    ident = seed.data[at + 9 : at + 9 + seed.id_size]
+    text = rng.choice(ODD_NAMES)
+    order = [seed.record_bytes(k) for k in range(len(seed.records))]
+    if op == "text":
+        order[i] = HprofWriter.record(0x01, ident + text)
+    else:
+        order.insert(i + 1, HprofWriter.record(0x01, ident + text))
+    return seed.with_records(order), f"STRING at {at} {'replaced' if op == 'text' else 'twice'}: {text[:12]!r}", False
+
+
+def _hprof_id_mutation(seed: _HprofSeed, rng: random.Random) -> tuple[bytes, str, bool]:
+    """An id in a sub-record (an object's, its class's, a root's, a heap's name) set to one no record
+    has, to null, or to another object's or class's id (certainly wrong for an object's own id: an
+    id written twice)."""
+    candidates = [(sub, name) for _, sub in seed.subs for name in sub.fields if name.endswith(("id", "heap name"))]
+    sub, name = rng.choice(candidates)
+    at, width = sub.fields[name]
+    taken = [seed.u(*s.fields[key]) for _, s in seed.subs for key in ("object id", "class id") if key in s.fields]
+    taken += [c.ident for c in seed.classes()]
+    value = rng.choice([NO_SUCH_ID, 0, rng.choice(taken)])
+    old = seed.u(at, width)
+    is_own = name == "object id" or (sub.tag == 0x20 and name == "class id")
+    corrupt = is_own and value != old and value in taken
+    return _put(seed.data, at, width, value), f"sub-record 0x{sub.tag:02x} {name} {old:#x} -> {value:#x}", corrupt
+
+
+HPROF_MUTATIONS: list[Callable[[_HprofSeed, random.Random], tuple[bytes, str, bool]]] = [
+    _hprof_record_mutation,
+    _hprof_count_mutation,
+    _hprof_count_mutation,
+    _hprof_header_mutation,
+    _hprof_layout_mutation,
+    _hprof_layout_mutation,
+    _hprof_super_mutation,
+    _hprof_super_mutation,
+    _hprof_segment_mutation,
+    _hprof_segment_mutation,
+    _hprof_string_mutation,
+    _hprof_id_mutation,
+]
+
+
+def _hprof_mutation(seed: bytes, rng: random.Random) -> tuple[bytes, str, bool]:
+    """One of :data:`HPROF_MUTATIONS`, on the seed's parsed records and sub-records."""
+    return rng.choice(HPROF_MUTATIONS)(_parse_hprof(seed), rng)
 
 
 # -- cases and the oracle -------------------------------------------------------------------------

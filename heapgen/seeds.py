@@ -7,7 +7,9 @@
   :data:`SAMPLE_ROOTS` are a small program's objects (threads, closures, tables, strings);
 - hprof: :func:`small` is a small dump of a cache, a weak reference and a thread's stack;
   :func:`random_dump` a random object graph, with the model it was written from (sizes, strong
-  references, roots) for a brute-force check.
+  references, roots) for a brute-force check; and shapes that test the reader's bounds: deep class
+  chains (:func:`deep_class_chain`, :func:`field_chain`), empty segments (:func:`with_empty_segments`),
+  many records naming one huge string (:func:`shared_name`).
 
 Tests check the readers against them and :mod:`heapgen.fuzz` mutates them, in the test suite and in
 ``benchmarks/fuzz.py``'s long run alike.
@@ -242,6 +244,45 @@ def with_empty_segments(dump: bytes, count: int) -> bytes:
     end = len(dump) - 9  # the HEAP_DUMP_END record closes the file
     assert dump[end] == 0x2C, "not a segmented dump ending in HEAP_DUMP_END"
     return dump[:end] + (b"\x1c" + struct.pack(">II", 0, 0)) * count + dump[end:]
+
+
+def field_chain(classes: int, type_code: int) -> bytes:
+    """An hprof dump (4-byte ids) of ``classes`` classes each the super class of the next and each
+    declaring one field of ``type_code``, one instance of each: the deepest instance holds a field
+    per class, so the instances hold ``classes**2 / 2`` fields (a byte each for ``boolean``). With
+    object fields, each instance's first class's field names the instance before it."""
+    w = HprofWriter(4)
+    parent = standard_classes(w)["java.lang.Object"]
+    for level in range(classes):
+        parent = w.add_class(f"chain/C{level}", parent, [(f"f{level}", type_code)])
+        previous = DEEP_FIRST_OBJECT + level - 1 if level and type_code == OBJECT else 0
+        w.instance(DEEP_FIRST_OBJECT + level, parent, {"f0": previous})
+    w.root(hw.ROOT_JNI_GLOBAL, DEEP_FIRST_OBJECT + classes - 1)
+    return w.to_bytes(segment_records=1000)
+
+
+SHARED_NAME_RECORDS = ("classes", "fields", "heaps", "frames")
+
+
+def shared_name(what: str, records: int, length: int) -> bytes:
+    """An hprof dump (4-byte ids) of ``records`` records naming one STRING of ``length`` bytes:
+    ``classes`` named by it, a class's ``fields``, Android ``heaps``, or stack ``frames`` of classes
+    named by it (each frame its own method), in a trace an instance names."""
+    w = HprofWriter(4, "1.0.3")
+    c = standard_classes(w)
+    name = "x" * length
+    if what == "fields":
+        w.add_class("Wide", c["java.lang.Object"], [(name, INT)] * records)
+    elif what == "heaps":
+        for _ in range(records):
+            w.heap_info(ord("A"), name)
+    else:
+        classes = [w.add_class(name, c["java.lang.Object"]) for _ in range(records)]
+        if what == "frames":
+            frames = [w.stack_frame(f"m{i}", "X.java", cls, 1) for i, cls in enumerate(classes)]
+            w.stack_trace(7, 0, frames)
+            w.instance(DEEP_FIRST_OBJECT, c["java.lang.Object"], trace=7)
+    return w.to_bytes(segment_records=1000)
 
 
 def random_dump(rng: random.Random, id_size: int, android: bool) -> tuple[bytes, dict]:

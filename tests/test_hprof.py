@@ -184,6 +184,10 @@ def test_android_heaps_root_kinds_and_arrays_without_data(tmp_path: Path) -> Non
     arr = node(g, 0x7020)
     # An 8-byte header (4-byte ids) + the 4-byte length + 4000 bytes of data it did not write, aligned.
     assert g.type_name(arr) == "int[]" and g.self_size[arr] == 4016
+    # It has no elements to store (the bytes after it are the next record's), beside one that has.
+    assert g.values is not None
+    offsets, _ = g.values.stored_of(np.array([arr]))
+    assert offsets.size == 0
 
 
 def test_java_names() -> None:

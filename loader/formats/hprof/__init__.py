@@ -65,7 +65,10 @@ Types: class names with dots (``com.example.Cache``, ``java.util.HashMap$Node``)
 A reference to an id the dump did not write (a real dump can name objects it skipped) is dropped
 and counted in ``meta["dangling_references"]``; so are roots naming no object. Instances of a class
 with no ``CLASS_DUMP`` keep their node (type ``(unknown class)``) without field edges, counted in
-``meta["unknown_class_instances"]``.
+``meta["unknown_class_instances"]``. Instances of a class whose chain of super classes reaches one
+with no ``CLASS_DUMP`` (a lost segment held it) keep the fields of the classes known, which an
+instance holds first; the missing classes' fields after them are not read. They are counted in
+``meta["incomplete_class_instances"]``.
 
 Shallow sizes are the JVM's, computed as VisualVM's heap library does (``org.graalvm.visualvm.lib.
 jfluid.heap``, ``ObjectSizeSettings`` and ``ClassDump``), which matches ``jcmd GC.class_histogram``
@@ -134,6 +137,7 @@ from heapdb.loader.formats.hprof.layout import (
     ST_DANGLING,
     ST_ERROR,
     ST_ERROR_AT,
+    SUB_PRIM_ARRAY_NODATA,
     TAG_HEAP_DUMP,
     TAG_HEAP_DUMP_END,
     TAG_HEAP_DUMP_SEGMENT,
@@ -304,11 +308,13 @@ class _Reader:
         cls_index[is_prim] = prim_class[obj_class[is_prim] & 0xFF]
         instances = (obj_kind == K_INSTANCE) & (cls_index >= 0)
         field_bytes = dumps.field_bytes()
-        # Layouts only for classes with an instance of the right length (a wrong one is an error below).
+        # Layouts only for classes with an instance of the right length (a wrong one is an error below):
+        # its class's field bytes, or more where a super class is missing (its fields come last).
         fits = instances.copy()
-        fits[instances] = field_bytes[cls_index[instances]] == rows["obj_len"][instances]
+        known, length = field_bytes[cls_index[instances]], rows["obj_len"][instances]
+        fits[instances] = np.where(dumps.complete[cls_index[instances]], known == length, known <= length)
         used = np.unique(cls_index[fits])
-        lay_start, lay_off, lay_name, lay_weak = dumps.layouts(used)
+        own_start, own_off, own_name, own_weak, parent, declaring, weak_label = dumps.reference_fields(used)
         value_index, value_layouts = dumps.value_layouts(used)
 
         # Types, names, sizes.
@@ -391,8 +397,8 @@ class _Reader:
         z32 = np.zeros(0, dtype=np.int32)
         args = (
             self.dump.buf, id_size, False, st, first_obj, obj_kind, cls_index, rows["obj_off"], rows["obj_len"],
-            rows["obj_rec"], lay_start, lay_off, lay_name, lay_weak, field_bytes, index.keys, index.slots,
-            index.bits, first_class, intern("<class>"), extras,
+            rows["obj_rec"], own_start, own_off, own_name, own_weak, parent, declaring, weak_label, field_bytes,
+            dumps.complete, index.keys, index.slots, index.bits, first_class, intern("<class>"), extras,
         )  # fmt: skip
         m = extras + int(object_edges(*args, z32, np.zeros(0, np.uint8), np.zeros(0, np.uint32), np.zeros(0, np.int64)))
         self._check(st)
@@ -417,6 +423,7 @@ class _Reader:
             "timestamp_ms": self.timestamp,
             "dangling_references": self.dangling,
             "unknown_class_instances": int(((cls_index < 0) & (obj_kind == K_INSTANCE)).sum()),
+            "incomplete_class_instances": int((~dumps.complete[cls_index[instances]]).sum()),
         }
         if len(rows["heap_type"]):
             heap = np.zeros(n, dtype=np.uint8)
@@ -434,7 +441,11 @@ class _Reader:
             rows["obj_off"],
             rows["obj_len"],
             layout,
-            np.where(is_prim, obj_class & 0xFF, 0).astype(np.uint8),
+            # An Android array without data (0xC3) has no elements to show: the bytes after its
+            # header are the next record's.
+            np.where(is_prim & (self.dump.buf[rows["obj_rec"]] != SUB_PRIM_ARRAY_NODATA), obj_class & 0xFF, 0).astype(
+                np.uint8
+            ),
             value_layouts,
             first_class,
             value_index.astype(np.int32),

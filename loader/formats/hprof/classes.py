@@ -87,9 +87,9 @@ class ClassDumps:
         return classes
 
     def _hierarchy(self) -> None:
-        """Each class's field bytes (own and inherited) and reference kind, memoized along the
-        super-class chains: linear in the classes, whatever their depth. A cycle of super classes is
-        an error."""
+        """Each class's field bytes (own and inherited), reference kind and whether its chain of
+        super classes is complete, memoized along the chains: linear in the classes, whatever their
+        depth. A cycle of super classes is an error."""
         by_id = {c["id"]: i for i, c in enumerate(self.classes)}
         self.names = [self.dump.class_name(c["id"]) for c in self.classes]
         self.parent = [by_id.get(c["super"], -1) if c["super"] else -1 for c in self.classes]
@@ -103,6 +103,10 @@ class ClassDumps:
         self.declaring = np.full(len(self.classes), -1, dtype=np.int64)
         self.declaring_values = np.full(len(self.classes), -1, dtype=np.int64)  # the same for primitive fields
         self.reference_kind: list[str | None] = [None] * len(self.classes)
+        self.is_reference = np.zeros(len(self.classes), dtype=bool)  # java.lang.ref.Reference or a subclass
+        # False where the chain reaches a super class the dump lacks (a lost segment held its class
+        # dump): the field bytes are then those of the classes known, which an instance holds first.
+        self.complete = np.zeros(len(self.classes), dtype=bool)
         for i in range(len(self.classes)):
             chain = []
             j = i
@@ -119,6 +123,8 @@ class ClassDumps:
             base = int(field_bytes[j]) if done else 0
             refs = int(ref_fields[j]) if done else 0
             kind = self.reference_kind[j] if done else None
+            is_reference = bool(self.is_reference[j]) if done else False
+            complete = bool(self.complete[j]) if done else self.classes[chain[-1]]["super"] == 0
             declaring = int(self.declaring[j]) if done else -1
             declaring_values = int(self.declaring_values[j]) if done else -1
             for k in reversed(chain):
@@ -132,6 +138,9 @@ class ClassDumps:
                 self.declaring_values[k] = declaring_values
                 kind = REFERENCE_KINDS.get(self.names[k], kind)
                 self.reference_kind[k] = kind
+                is_reference = is_reference or self.names[k] == REFERENCE_CLASS
+                self.is_reference[k] = is_reference
+                self.complete[k] = complete
         self.field_bytes_ = field_bytes
         self.ref_fields = ref_fields  # object fields over the hierarchy: they shrink with compressed oops
 
@@ -140,64 +149,87 @@ class ClassDumps:
         self._hierarchy()
         return self.field_bytes_
 
-    def layouts(self, used: np.ndarray) -> tuple[np.ndarray, ...]:
-        """The field layouts of the classes ``used`` (indexes): their instances' object fields over
-        the hierarchy (byte offset, name, weak). Built only for classes with an instance of the
-        right length, so their total is bounded by the file size; each step of a layout's walk up
-        the hierarchy adds a field to it (``declaring``), so building them is too."""
-        names, parent, reference_kind = self.names, self.parent, self.reference_kind
-        field_bytes, declaring = self.field_bytes_, self.declaring
+    def reference_fields(
+        self, used: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """What the edge kernel needs to read the object fields of instances of the classes ``used``
+        (indexes) over their hierarchies: each class's own object fields (start per class, byte offset
+        among its own fields, name, weak), its super class (``parent``), its nearest class declaring an
+        object field (``declaring``) and its instances' weak ``referent`` label. The kernel walks an
+        instance's hierarchy through ``declaring``, each step adding a field, so reading them costs
+        what the instances' bytes do however deep the classes; each declared field is listed once.
+
+        Only the fields of classes in a used class's hierarchy are named (interned)."""
+        intern, id_size = self.dump.strings.intern, self.dump.id_size
+        named = np.zeros(len(self.classes), dtype=bool)
+        declaring = self.declaring.tolist()
+        for i in used.tolist():
+            j = declaring[i]
+            while j >= 0 and not named[j]:  # the rest of a marked class's chain is marked too
+                named[j] = True
+                j = declaring[self.parent[j]] if self.parent[j] >= 0 else -1
         start = np.zeros(len(self.classes) + 1, dtype=np.int64)
-        lay_off: list[int] = []
-        lay_name: list[int] = []
-        lay_weak: list[int] = []
-        intern = self.dump.strings.intern
-        used_set = set(used.tolist())
-        for i in range(len(self.classes)):
-            if i in used_set:
-                j = int(declaring[i])
-                while j >= 0:  # no cycles: _hierarchy refused them
-                    # An instance holds its class's fields first, then each super class's in turn.
-                    off = int(field_bytes[i] - field_bytes[j])
-                    is_reference = names[j] == REFERENCE_CLASS
-                    for field_name, t in self.classes[j]["fields"]:
-                        if t == TYPE_OBJECT:
-                            weak = is_reference and field_name == "referent"
-                            lay_off.append(off)
-                            label = f"referent ({reference_kind[i] or 'reference'})" if weak else field_name
-                            lay_name.append(intern(label))
-                            lay_weak.append(1 if weak else 0)
-                        off += BASIC_TYPES[t][1] or self.dump.id_size
-                    j = int(declaring[parent[j]]) if parent[j] >= 0 else -1
-            start[i + 1] = len(lay_off)
+        offsets: list[int] = []
+        names: list[int] = []
+        weak: list[int] = []
+        for j in np.flatnonzero(named).tolist():
+            off = 0
+            is_reference = self.names[j] == REFERENCE_CLASS
+            for field_name, t in self.classes[j]["fields"]:
+                if t == TYPE_OBJECT:
+                    offsets.append(off)
+                    names.append(intern(field_name))
+                    weak.append(1 if is_reference and field_name == "referent" else 0)
+                off += BASIC_TYPES[t][1] or id_size
+            start[j + 1] = len(offsets)
+        np.maximum.accumulate(start, out=start)  # classes not named declare nothing here
+        weak_label = np.full(len(self.classes), -1, dtype=np.int64)
+        for i in used.tolist():
+            if self.is_reference[i]:
+                weak_label[i] = intern(f"referent ({self.reference_kind[i] or 'reference'})")
         return (
             start,
-            np.asarray(lay_off, dtype=np.int64),
-            np.asarray(lay_name, dtype=np.int64),
-            np.asarray(lay_weak, dtype=np.uint8),
+            np.asarray(offsets, dtype=np.int64),
+            np.asarray(names, dtype=np.int64),
+            np.asarray(weak, dtype=np.uint8),
+            np.asarray(self.parent, dtype=np.int64),
+            self.declaring,
+            weak_label,
         )
 
     def value_layouts(self, used: np.ndarray) -> tuple[np.ndarray, list[tuple[PrimitiveField, ...]]]:
         """The primitive fields of the classes ``used`` (indexes) over the hierarchy, in instance
-        order: each class's index into the layouts (-1: unused, or none), and the layouts. Bounded
-        as :meth:`layouts` is: each step up the hierarchy (``declaring_values``) adds a field."""
-        field_bytes, parent = self.field_bytes_, self.parent
+        order: each class's index into the layouts (-1: unused, or none), and the layouts. Each step
+        up the hierarchy (``declaring_values``) adds a field, and a used class has an instance of its
+        field bytes: the layouts hold at most a field per byte of the instances of used classes."""
+        # Python lists: a step up the hierarchy costs a few list reads, not numpy scalars.
+        field_bytes, parent, declaring = self.field_bytes_.tolist(), self.parent, self.declaring_values.tolist()
         index = np.full(len(self.classes), -1, dtype=np.int64)
         found: list[tuple[PrimitiveField, ...]] = []
+        own: dict[int, list[tuple[str, int, int]]] = {}  # a class's own primitive fields, found once
         for i in used.tolist():
             fields: list[PrimitiveField] = []
-            j = int(self.declaring_values[i])
+            j = declaring[i]
             while j >= 0:
-                off = int(field_bytes[i] - field_bytes[j])
-                for field_name, t in self.classes[j]["fields"]:
-                    if t != TYPE_OBJECT:
-                        fields.append(PrimitiveField(field_name, int(t), off))
-                    off += BASIC_TYPES[t][1] or self.dump.id_size
-                j = int(self.declaring_values[parent[j]]) if parent[j] >= 0 else -1
+                base = field_bytes[i] - field_bytes[j]
+                if j not in own:
+                    own[j] = self._own_values(j)
+                fields += [PrimitiveField(name, code, base + off) for name, code, off in own[j]]
+                j = declaring[parent[j]] if parent[j] >= 0 else -1
             if fields:
                 index[i] = len(found)
                 found.append(tuple(fields))
         return index, found
+
+    def _own_values(self, j: int) -> list[tuple[str, int, int]]:
+        """Class ``j``'s own primitive fields: name, type code, byte offset among its own fields."""
+        out = []
+        off = 0
+        for field_name, t in self.classes[j]["fields"]:
+            if t != TYPE_OBJECT:
+                out.append((field_name, int(t), off))
+            off += BASIC_TYPES[t][1] or self.dump.id_size
+        return out
 
     def oop_size(self, class_names: list[str]) -> int:
         """The JVM's reference size: the id size, unless a 64-bit dump's probe classes show 4-byte

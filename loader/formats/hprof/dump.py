@@ -22,6 +22,10 @@ class Dump:
         self.id_size = id_size
         self.start = start
         self.strings = StringTable()  # the graph's, which every part interns into
+        # Each STRING and class name decoded once: many records may name one string (a class's
+        # fields, classes, heaps), and a copy each would cost its length times theirs.
+        self._texts: dict[int, str | None] = {}
+        self._class_names: dict[int, str] = {}
 
     def error(self, problem: str, offset: int) -> FormatError:
         return FormatError(self.path, problem, offset=int(offset))
@@ -65,6 +69,11 @@ class Dump:
 
     def string(self, string_id: int) -> str | None:
         """The ``STRING`` record ``string_id``'s text, None when the dump has none."""
+        if string_id not in self._texts:
+            self._texts[string_id] = self._decode(string_id)
+        return self._texts[string_id]
+
+    def _decode(self, string_id: int) -> str | None:
         i = int(np.searchsorted(self.s_ids, string_id))
         if i >= len(self.s_ids) or self.s_ids[i] != string_id:
             return None
@@ -76,4 +85,9 @@ class Dump:
         """The Java name ``LOAD_CLASS`` gives the class object ``class_id``."""
         name_id = self.load_class.get(class_id)
         text = self.string(name_id) if name_id is not None else None
-        return java_name(text) if text is not None else f"(class 0x{class_id:x})"
+        if text is None:
+            return f"(class 0x{class_id:x})"
+        assert name_id is not None
+        if name_id not in self._class_names:
+            self._class_names[name_id] = java_name(text)
+        return self._class_names[name_id]

@@ -102,6 +102,8 @@ ERRORS = {
     4: "an instance's field bytes do not match its class's field descriptors",
     5: "a top-level record runs past the end of the file",
     6: "an array length is negative or too large",
+    7: "an instance holds fewer bytes than the fields of its class and its super classes known"
+    " (a super class is missing)",
 }
 
 

@@ -284,15 +284,23 @@ def resolve_ids(keys, slots, bits, wanted, out):
 @numba.njit(cache=True, nogil=True)
 def object_edges(
     buf, id_size, fill, st, first_node, obj_kind, obj_class_index, obj_off, obj_len, obj_rec,
-    lay_start, lay_off, lay_name, lay_weak, field_bytes, keys, slots, bits, first_class, class_label,
-    base, edge_to, edge_kind, edge_name, counts,
+    own_start, own_off, own_name, own_weak, parent, declaring, weak_label, field_bytes, complete, keys, slots,
+    bits, first_class, class_label, base, edge_to, edge_kind, edge_name, counts,
 ):  # fmt: skip
     """Every object's references, in node order: ``<class>`` first, then an instance's object fields
-    (through its class's layout) or an object array's elements. Counts them (``fill`` false) or
-    writes them from ``base`` on, with each object's count in ``counts``.
+    or an object array's elements. Counts them (``fill`` false) or writes them from ``base`` on, with
+    each object's count in ``counts``.
+
+    An instance holds its class's own fields first, then each super class's in turn: its object
+    fields are found by walking its class's hierarchy through ``declaring`` (the class itself or its
+    nearest super class declaring an object field), so each step reads a field, however deep the
+    hierarchy (``own_*``: each class's own object fields, offsets among its own fields). An instance
+    holds its class's ``field_bytes``; where a super class is missing (not ``complete``), at least
+    that: the fields of the missing classes come after, unread.
 
     Targets are resolved through the id table; null ids have no edge, ids no object has are counted
-    in ``st[ST_DANGLING]``. ``lay_weak`` marks a weak ``referent``: its edge is ``EdgeKind.WEAK``.
+    in ``st[ST_DANGLING]``. ``own_weak`` marks ``Reference.referent``: its edge is ``EdgeKind.WEAK``,
+    named by the instance's class (``weak_label``).
     """
     m = base
     dangling = 0
@@ -307,23 +315,26 @@ def object_edges(
                 edge_name[m] = class_label
             m += 1
         if k == 1 and c >= 0:
-            if field_bytes[c] != obj_len[i]:
-                st[ST_ERROR] = 4
+            if obj_len[i] < field_bytes[c] or (complete[c] and obj_len[i] != field_bytes[c]):
+                st[ST_ERROR] = 4 if complete[c] else 7
                 st[ST_ERROR_AT] = obj_rec[i]
                 return m - base
-            at = obj_off[i]
-            for f in range(lay_start[c], lay_start[c + 1]):
-                target = _id(buf, at + lay_off[f], id_size)
-                if target != 0:
-                    t = _probe(keys, slots, bits, target)
-                    if t < 0:
-                        dangling += 1
-                    else:
-                        if fill:
-                            edge_to[m] = t
-                            edge_kind[m] = 6 if lay_weak[f] else 2
-                            edge_name[m] = lay_name[f]
-                        m += 1
+            j = declaring[c]
+            while j >= 0:
+                at = obj_off[i] + field_bytes[c] - field_bytes[j]
+                for f in range(own_start[j], own_start[j + 1]):
+                    target = _id(buf, at + own_off[f], id_size)
+                    if target != 0:
+                        t = _probe(keys, slots, bits, target)
+                        if t < 0:
+                            dangling += 1
+                        else:
+                            if fill:
+                                edge_to[m] = t
+                                edge_kind[m] = 6 if own_weak[f] else 2
+                                edge_name[m] = weak_label[c] if own_weak[f] else own_name[f]
+                            m += 1
+                j = declaring[parent[j]] if parent[j] >= 0 else -1
         elif k == 2:
             at = obj_off[i]
             for e in range(obj_len[i]):

@@ -11,6 +11,11 @@ from heapdb.loader.formats.hprof.dump import Dump
 from heapdb.loader.formats.hprof.layout import ROOT_KINDS, TAG_STACK_FRAME, TAG_STACK_TRACE
 from heapdb.loader.formats.hprof.scan import object_traces
 from heapdb.loader.sources import AllocationTraces, SourceLocations
+from heapdb.units import shorten
+
+# The most characters of a class's or a method's name a frame's function name takes: frames naming
+# one huge name would each make a copy of it, their lengths times its.
+FUNCTION_PART_LIMIT = 1000
 
 
 class StackTraces:
@@ -64,12 +69,13 @@ class StackTraces:
         return lookup(self.frame_ids, frame_ids)
 
     def frame_function(self, f: int) -> str:
-        """Frame ``f``'s method as Java names it, ``com.example.Cache.put`` (its class when known)."""
+        """Frame ``f``'s method as Java names it, ``com.example.Cache.put`` (its class when known;
+        each part cut to :data:`FUNCTION_PART_LIMIT` characters, an ellipsis marking the cut)."""
         method = self.dump.string(int(self.frame_method[f])) or "(unknown method)"
         class_id = self.dump.class_by_serial.get(int(self.frame_class[f]))
         if class_id is None or class_id not in self.dump.load_class:
             return method
-        return f"{self.dump.class_name(class_id)}.{method}"
+        return f"{shorten(self.dump.class_name(class_id), FUNCTION_PART_LIMIT)}.{shorten(method, FUNCTION_PART_LIMIT)}"
 
     def source_strings(self, frames: np.ndarray) -> np.ndarray:
         """The source file of each frame (indexes, -1: none) as an index into the graph's strings, -1
