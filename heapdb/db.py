@@ -8,11 +8,14 @@ can act on.
 
 from __future__ import annotations
 
+import logging
 import sys
+import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 import neo4j
 import neo4j.graph
@@ -20,6 +23,17 @@ from neo4j.exceptions import AuthError, ClientError, ConfigurationError, Service
 
 from heapdb import config, neo4j_server
 from heapdb.errors import DatabaseUnavailable, HeapdbError, QueryError, QueryTimeout
+
+# The driver logs each retry and each dead connection at WARNING and ERROR, which Python would print
+# as they come; whether Neo4j is away is heapdb's to say, once (Database.answering).
+logging.getLogger("neo4j").addHandler(logging.NullHandler())
+
+# How long the driver itself retries a transaction that failed for a passing reason (a deadlock, a
+# lost connection): enough for a hiccup. A longer wait for a database that went away is
+# Database.answering's, which can tell a managed Neo4j whose process is gone, and says what it does.
+DRIVER_RETRY_SECONDS = 5.0
+
+T = TypeVar("T")
 
 # Neo4j's status codes for a transaction stopped at its timeout (the client's or the server's setting).
 TIMEOUT_CODES = frozenset(
@@ -54,10 +68,17 @@ def translate_errors(conn: config.Connection) -> Iterator[None]:
 
 @dataclass
 class Database:
-    """A driver bound to one database name."""
+    """A driver bound to one database name.
+
+    ``wait_seconds``: how long a query or write waits, beyond the driver's own retries, for a
+    database that stopped answering, saying so once on ``say``; never for a managed Neo4j whose
+    process is gone, which is said at once (:meth:`gone`)."""
 
     driver: neo4j.Driver
     connection: config.Connection
+    wait_seconds: float = 0.0
+    say: Callable[[str], None] = field(default=_to_stderr, repr=False)
+    _waiting: threading.Event = field(default_factory=threading.Event, repr=False)
 
     @property
     def name(self) -> str:
@@ -76,13 +97,52 @@ class Database:
         def work(tx: neo4j.ManagedTransaction) -> list[dict[str, Any]]:
             return [_row(r) for r in tx.run(cypher, parameters or {})]
 
-        with translate_errors(self.connection), self.session(read_only=True) as session:
-            return session.execute_read(work)
+        def run() -> list[dict[str, Any]]:
+            with translate_errors(self.connection), self.session(read_only=True) as session:
+                return session.execute_read(work)
+
+        return self.answering(run)
 
     def write(self, cypher: str, parameters: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """Run a write query in its own transaction and return its rows as dicts."""
-        with translate_errors(self.connection), self.session() as session:
-            return session.execute_write(lambda tx: [_row(r) for r in tx.run(cypher, parameters or {})])
+
+        def run() -> list[dict[str, Any]]:
+            with translate_errors(self.connection), self.session() as session:
+                return session.execute_write(lambda tx: [_row(r) for r in tx.run(cypher, parameters or {})])
+
+        return self.answering(run)
+
+    def answering(self, call: Callable[[], T]) -> T:
+        """``call()``, which raises DatabaseUnavailable while Neo4j does not answer: again until it
+        does or ``wait_seconds`` pass; at once an error when the managed Neo4j's process is gone."""
+        deadline: float | None = None
+        while True:
+            try:
+                return call()
+            except DatabaseUnavailable:
+                gone = self.gone()
+                if gone is not None:
+                    raise DatabaseUnavailable(gone) from None
+                now = time.monotonic()
+                deadline = now + self.wait_seconds if deadline is None else deadline
+                if now >= deadline:
+                    raise
+                if not self._waiting.is_set():
+                    self._waiting.set()
+                    self.say(
+                        f"{self.connection.describe()} stopped answering: waiting up to "
+                        f"{self.wait_seconds:.0f} s for it to come back"
+                    )
+                time.sleep(min(1.0, deadline - now))
+
+    def gone(self) -> str | None:
+        """Why waiting for the database is pointless (the managed Neo4j's process ended), or None."""
+        if self.connection.managed and neo4j_server.running_pid() is None:
+            return (
+                f"the {self.connection.describe()} is gone: its process ended (killed or crashed); "
+                "start it again with `heapdb neo4j start`"
+            )
+        return None
 
     def close(self) -> None:
         self.driver.close()
@@ -114,9 +174,10 @@ def connect(
 ) -> Database:
     """Open the configured Neo4j, starting the managed one if that is what is configured.
 
-    ``retry_seconds`` is how long the driver keeps retrying a transaction that failed for a passing
-    reason (a lost connection, a leader switch): long for a load, short for a service that should
-    answer 503 while Neo4j is away rather than hang.
+    ``retry_seconds`` is how long a transaction that failed for a passing reason (a lost connection,
+    a leader switch, a restarting database) is tried again: long for a load, short for a service
+    that should answer 503 while Neo4j is away rather than hang. A managed Neo4j whose process is
+    gone is an error at once (:meth:`Database.gone`).
 
     ``tidy`` runs the store's housekeeping first (one cheap read, see
     :func:`heapdb.loader.store.lifecycle.tidy`): loads whose process died are marked failed and the records
@@ -137,7 +198,7 @@ def connect(
             conn.uri,
             auth=(conn.user, conn.password),
             notifications_min_severity="OFF",
-            max_transaction_retry_time=retry_seconds,
+            max_transaction_retry_time=min(retry_seconds, DRIVER_RETRY_SECONDS),
             connection_timeout=connect_seconds,
             connection_acquisition_timeout=2 * connect_seconds,
         )
@@ -153,7 +214,7 @@ def connect(
     except OSError as e:
         driver.close()
         raise DatabaseUnavailable(f"cannot reach {conn.describe()}: {e}") from None
-    database = Database(driver, conn)
+    database = Database(driver, conn, wait_seconds=max(0.0, retry_seconds - DRIVER_RETRY_SECONDS), say=say)
     if tidy:
         from heapdb.loader.store.lifecycle import tidy as tidy_store  # the store builds on this module
 

@@ -151,8 +151,11 @@ def create_nodes(
         record = tx.run(CREATE_NODES, parameters).single(strict=True)
         return bytes(record["ids"])
 
-    with translate_errors(database.connection), database.session() as session:
-        return np.frombuffer(session.execute_write(work), dtype="<i8")
+    def run() -> bytes:
+        with translate_errors(database.connection), database.session() as session:
+            return session.execute_write(work)
+
+    return np.frombuffer(database.answering(run), dtype="<i8")
 
 
 def create_relationships(database: Database, types: Sequence[str], columns: Sequence[Column], batch: Batch) -> None:
@@ -165,5 +168,9 @@ def create_relationships(database: Database, types: Sequence[str], columns: Sequ
         "rows": batch.cells.astype("<i8", copy=False).tobytes(),
         **_string_table(batch.strings),
     }
-    with translate_errors(database.connection), database.session() as session:
-        session.execute_write(lambda tx: tx.run(CREATE_RELATIONSHIPS, parameters).consume())
+
+    def run() -> None:
+        with translate_errors(database.connection), database.session() as session:
+            session.execute_write(lambda tx: tx.run(CREATE_RELATIONSHIPS, parameters).consume())
+
+    database.answering(run)

@@ -30,7 +30,7 @@ import numpy as np
 
 from heapdb import progress
 from heapdb.db import Database, translate_errors
-from heapdb.errors import LoadError
+from heapdb.errors import DatabaseUnavailable, LoadError
 from heapdb.loader.graph import NAMES_CUT
 from heapdb.loader.store import bulk
 from heapdb.loader.store.batches import DEFAULT_BATCH, chunks, run_batches
@@ -107,8 +107,12 @@ class _CypherSink:
 
     def objects(self, batch: Batch, index: np.ndarray) -> None:
         rows = batch.rows(OBJECT_COLUMNS)
-        with translate_errors(self.database.connection), self.database.session() as session:
-            session.execute_write(lambda tx: tx.run(CREATE_OBJECTS, rows=rows, sid=self.sid).consume())
+
+        def run() -> None:
+            with translate_errors(self.database.connection), self.database.session() as session:
+                session.execute_write(lambda tx: tx.run(CREATE_OBJECTS, rows=rows, sid=self.sid).consume())
+
+        self.database.answering(run)
 
     def references(self, batch: Batch) -> None:
         rows = batch.rows(REFERENCE_COLUMNS)
@@ -119,8 +123,11 @@ class _CypherSink:
                 if typed:
                     tx.run(CREATE_REFERENCES[name], rows=typed, sid=self.sid).consume()
 
-        with translate_errors(self.database.connection), self.database.session() as session:
-            session.execute_write(work)
+        def run() -> None:
+            with translate_errors(self.database.connection), self.database.session() as session:
+                session.execute_write(work)
+
+        self.database.answering(run)
 
 
 def _use_plugin(database: Database, writer: str, say: Callable[[str], None]) -> bool:
@@ -215,6 +222,12 @@ def load(
             steps.other_objects()
             steps.references()
     except BaseException as error:
+        gone = database.gone() if isinstance(error, DatabaseUnavailable) else None
+        if gone is not None:  # nothing to tell a database that is not there, and no point waiting
+            raise DatabaseUnavailable(
+                f"{gone}. The load of {tag!r} stopped there: it stays invisible, and the next heapdb "
+                "command lists it as failed"
+            ) from None
         # Whatever went wrong once the snapshot was claimed (a lost connection, Ctrl-C, memory), it
         # must not stay visible or look like a load in progress: it is listed as failed, with the
         # error as the reason. If even this fails, the next heapdb command finds the loader gone
