@@ -73,6 +73,8 @@ class Target:
     ids: np.ndarray  # int64: the objects the root reaches (the root itself aside)
     types: np.ndarray  # object[]: each of those objects' type
     names: np.ndarray  # object[]: and name
+    object_count: int = 0  # the objects in the file, as its snapshot's record counts them
+    counted: int = 0  # those the per-type totals count: reachable, the root and synthetic root kinds aside
 
     @classmethod
     def read(cls, tag: str, file: str) -> Target:
@@ -80,7 +82,16 @@ class Target:
         result = analysis.analyze(graph)
         picked = np.flatnonzero(result.reachable & (result.distance > 0))
         strings = np.array(graph.strings, dtype=object)
-        return cls(tag, graph.ids[picked], strings[graph.type[picked]], strings[graph.name[picked]])
+        counted = result.reachable & ~graph.synthetic_nodes()
+        counted[graph.root] = False
+        return cls(
+            tag,
+            graph.ids[picked],
+            strings[graph.type[picked]],
+            strings[graph.name[picked]],
+            graph.node_count,
+            int(counted.sum()),
+        )
 
 
 # Each endpoint and variant with its share of the requests. Object questions and find dominate, as
@@ -184,23 +195,42 @@ def client_loop(
                     return
                 budget[0] -= 1
             kind, url, params = request_mix(targets, rng)
-            started = time.monotonic()
-            status, json_error = 0, False
-            try:
-                response = http.get(url, params=params)
-                status = response.status_code
-                if status != 200:
-                    try:
-                        json_error = isinstance(response.json().get("error"), str)
-                    except ValueError:
-                        json_error = False
-            except httpx.HTTPError:
-                pass
-            elapsed = (time.monotonic() - started) * 1000
+            answer = ask(http, url, params)
             with phase.lock:
-                phase.records.append(Record(started - t0, kind, status, elapsed, json_error))
-            if status == 503:
+                phase.records.append(Record(answer.started - t0, kind, answer.status, answer.ms, answer.json_error))
+            if answer.status == 503:
                 time.sleep(0.05)  # a client that sees 503 backs off a little, as real ones do
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One request's outcome: when it was sent, its status (0: no HTTP answer), how long it took."""
+
+    started: float  # time.monotonic()
+    status: int
+    ms: float
+    json_error: bool  # a non-200 answer with a JSON {"error": ...} body
+    body: Any = None  # the decoded JSON of a 200, when asked for
+
+
+def ask(http: httpx.Client, url: str, params: dict, decode: bool = False) -> Answer:
+    """GET ``url``, timed; a timeout or connection error is status 0, never an exception. A 200's
+    body is decoded only with ``decode`` (the clients share the service's cores)."""
+    started = time.monotonic()
+    status, json_error, body = 0, False, None
+    try:
+        response = http.get(url, params=params)
+        status = response.status_code
+        if status != 200 or decode:
+            try:
+                decoded = response.json()
+            except ValueError:
+                decoded = None
+            body = decoded if status == 200 else None
+            json_error = status != 200 and isinstance(decoded, dict) and isinstance(decoded.get("error"), str)
+    except httpx.HTTPError:
+        pass
+    return Answer(started, status, (time.monotonic() - started) * 1000, json_error, body)
 
 
 def run_phase(
@@ -237,6 +267,21 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))] if ordered else float("nan")
 
 
+def by_window(phase: Phase, width: float) -> dict[str, dict[str, float]]:
+    """Per ``width`` seconds of the phase: requests, non-200 answers and the p99 of the 200s."""
+    windows: dict[int, list[Record]] = {}
+    for record in phase.records:
+        windows.setdefault(int(record.started // width), []).append(record)
+    return {
+        f"{w * width:g}-{(w + 1) * width:g}s": {
+            "requests": len(rs),
+            "non_200": sum(1 for r in rs if r.status != 200),
+            "p99": round(percentile([r.ms for r in rs if r.status == 200], 99), 1),
+        }
+        for w, rs in sorted(windows.items())
+    }
+
+
 def report(phase: Phase, seconds: float) -> dict:
     ok = [r for r in phase.records if r.status == 200]
     out: dict = {
@@ -252,7 +297,8 @@ def report(phase: Phase, seconds: float) -> dict:
         },
         "by_kind": {},
     }
-    for kind in MIX:
+    # The mix's kinds in its order, then any other kind a phase recorded (the drill's own checks).
+    for kind in dict.fromkeys([*MIX, *(r.kind for r in phase.records)]):
         asked = [r for r in phase.records if r.kind == kind]
         times = [r.ms for r in asked if r.status == 200]
         out["by_kind"][kind] = {
@@ -287,6 +333,61 @@ def heapdb_cli(*args: str) -> float:
     return time.monotonic() - started
 
 
+def read_targets(specs: list[str]) -> list[Target]:
+    """The ``--snapshot TAG=FILE`` arguments read into targets, in their order."""
+    targets = []
+    for spec in specs:
+        tag, sep, file = spec.partition("=")
+        if not sep:
+            sys.exit(f"--snapshot {spec!r}: expected TAG=FILE")
+        targets.append(Target.read(tag, file))
+        print(f"{tag}: {targets[-1].ids.size:,} reachable objects to ask about", flush=True)
+    return targets
+
+
+@dataclass
+class Service:
+    """``heapdb serve`` as a subprocess on a free loopback port, its output in a log file."""
+
+    process: subprocess.Popen
+    base: str
+    log: Any  # the open log file, closed when the service stops
+
+    @classmethod
+    def start(cls, log_path: str, env: dict[str, str] | None = None) -> Service:
+        port = neo4j_server.free_port()
+        log = open(log_path, "a")  # noqa: SIM115 (open for the service's whole life)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "heapdb", "serve", "--host", "127.0.0.1", "--port", str(port)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=None if env is None else {**os.environ, **env},
+        )
+        return cls(process, f"http://127.0.0.1:{port}", log)
+
+    def wait_healthy(self, seconds: float = 300) -> float:
+        """Wait until ``/api/health`` answers 200 (after the service's warm-up, HEAPDB_WARM_UP); the
+        seconds it took (the deadline passed: raise)."""
+        started = time.monotonic()
+        while time.monotonic() - started < seconds:
+            try:
+                if httpx.get(self.base + links.HEALTH, timeout=2).status_code == 200:
+                    return time.monotonic() - started
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError(f"the service at {self.base} did not answer /api/health within {seconds:.0f} s")
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.log.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -315,22 +416,9 @@ def main() -> None:
     if args.outage_seconds > 0 and not os.environ.get("XDG_DATA_HOME", "").startswith("/tmp"):
         sys.exit("set XDG_DATA_HOME/XDG_CONFIG_HOME to a private managed instance under /tmp: phase 2 stops its Neo4j")
 
-    targets = []
-    for spec in args.snapshot:
-        tag, sep, file = spec.partition("=")
-        if not sep:
-            sys.exit(f"--snapshot {spec!r}: expected TAG=FILE")
-        targets.append(Target.read(tag, file))
-        print(f"{tag}: {targets[-1].ids.size:,} reachable objects to ask about", flush=True)
-
-    port = neo4j_server.free_port()
-    base = f"http://127.0.0.1:{port}"
-    service_log = open(args.service_log, "w")  # noqa: SIM115 (open for the service's whole life)
-    server = subprocess.Popen(
-        [sys.executable, "-m", "heapdb", "serve", "--host", "127.0.0.1", "--port", str(port)],
-        stdout=service_log,
-        stderr=subprocess.STDOUT,
-    )
+    targets = read_targets(args.snapshot)
+    service = Service.start(args.service_log)
+    base = service.base
     figures: dict[str, object] = {
         "clients": args.clients,
         "seconds": args.seconds,
@@ -338,13 +426,7 @@ def main() -> None:
         "load_average_before": os.getloadavg(),
     }
     try:
-        for _ in range(200):
-            try:
-                if httpx.get(base + links.HEALTH, timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.25)
+        service.wait_healthy()
         # A service that has been up a while: Neo4j's page cache holds the snapshots (read once here,
         # objects and references, as a day of questions would have), and the first answers of the
         # per-snapshot reports are timed one at a time.
@@ -432,15 +514,9 @@ def main() -> None:
             }
             print(json.dumps({k: v for k, v in outage_figures.items() if k != "timeline"}, indent=2), flush=True)
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        service.stop()
         if neo4j_server.running_pid() is None:
             heapdb_cli("neo4j", "start", "--timeout", "300")
-        service_log.close()
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump(figures, f, indent=2)

@@ -64,6 +64,14 @@ class NotFound(HeapdbError):
     http_status = 404
 
 
+class Forbidden(HeapdbError):
+    """What the caller's token may not do: an administrator's function (rule sets, the stored
+    queries that read across snapshots), or a write to a tag it may only read. What it may not read
+    at all is :class:`NotFound`, exactly as an unknown tag, so that a refusal never tells it exists."""
+
+    http_status = 403
+
+
 class OutdatedSnapshot(HeapdbError):
     """A snapshot stored by an older heapdb, without what today's questions read: load it again."""
 

@@ -16,6 +16,9 @@ names it by ``.name`` (``tests/test_settings.py`` fails on a literal name outsid
 
 The settings reference in ``docs/operations.md`` is generated from :data:`SETTINGS`
 (``python -m heapdb.settings docs/operations.md``); a test fails when it is stale.
+
+Why this module is long: every setting is declared here, once, with its parser and help; one place
+to read them all is the point of it.
 """
 
 from __future__ import annotations
@@ -244,6 +247,34 @@ API_WRITE_TOKEN = Variable(
     default_text="unset: the service takes no writes",
     help="The bearer token writes need (uploads, cancels, rule sets); it reads too. `heapdb push` sends it.",
 )
+SCOPED_TOKENS = Variable(
+    name="HEAPDB_SCOPED_TOKENS",
+    parse=switch(),
+    default=False,
+    default_text="off: only the environment's tokens",
+    help="On: the service and `heapdb mcp` also take the tokens `heapdb tokens create` makes, each reading and "
+    "writing only the tags its patterns cover, and every `/api` call needs a token even without "
+    "HEAPDB_API_TOKEN (docs/operations.md, Tokens per team).",
+)
+REDACT_MODES = {
+    "off": "redact only when a command is given --redact or [[redact]] rules",
+    "always": "redact every load",
+}
+REDACT = Variable(
+    name="HEAPDB_REDACT",
+    parse=one_of(REDACT_MODES),
+    default="off",
+    help="`always`: every `heapdb load`, `convert` and `push` redacts (as with `--redact`), and the service "
+    "refuses uploads that do not come redacted (`heapdb push --redact`); docs/rules.md, Redaction.",
+)
+REDACT_KEY = Variable(
+    name="HEAPDB_REDACT_KEY",
+    parse=text(),
+    secret=True,
+    default_text="a key made once in `$XDG_CONFIG_HOME/heapdb/redaction.key`",
+    help="The key of redacted strings' hashes; set the same one wherever a team loads, so that equal "
+    "contents hash alike across builds.",
+)
 SPOOL_DIR = Variable(
     name="HEAPDB_SPOOL_DIR",
     parse=path(),
@@ -295,6 +326,14 @@ PRUNE_EVERY = Variable(
     parse=seconds(0.0, above=True),
     default=3600.0,
     help="Seconds between scheduled prunes (the first runs at start-up).",
+)
+WARM_UP = Variable(
+    name="HEAPDB_WARM_UP",
+    parse=seconds(0.0, 3600.0),
+    default=60.0,
+    help="Seconds the service may spend warming up as it starts, before its port opens, so that the first "
+    "answers after a restart come about as fast as later ones: the common questions asked once about the "
+    "newest snapshots, then those snapshots read into Neo4j's page cache; 0 switches it off.",
 )
 
 # Clients and loads

@@ -126,6 +126,17 @@ def write_duplicate_strings_snapshot(out_dir: str | os.PathLike[str]) -> Path:
     return Path(json.loads(stdout)["path"])
 
 
+def write_secrets_snapshot(out_dir: str | os.PathLike[str]) -> tuple[Path, list[str]]:
+    """Run ``secrets.js``: a heap holding an API key (in 40 copies of a configuration text and in
+    concatenated bearer tokens), an e-mail address (also as a map's key) and a password, all made
+    at run time. The snapshot's path and the secrets."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    script = LEAK_SCRIPT.with_name("secrets.js")
+    answer = json.loads(run_node(["--expose-gc", str(script), str(out / "secrets.heapsnapshot")], "secrets.js", 120))
+    return Path(answer["path"]), list(answer["secrets"])
+
+
 def write_leak_snapshot(out_dir: str | os.PathLike[str], size: int = 200) -> Path:
     """One leak snapshot (``baseline``) with ``size`` leak units."""
     return write_leak_snapshots(out_dir, (size,))["baseline"]

@@ -60,6 +60,8 @@ MAX_OWNS_WEIGHT = 127  # rule "owns(weight)" takes 1..127; a bare "owns" is 1
 # The graph meta key that says a graph's names are cut (to heapdb.units.NAME_LIMIT characters): a
 # graph read back from the store (heapdb reanalyze). Inspections that compare whole names skip it.
 NAMES_CUT = "names_cut"
+# The graph meta key that says what a redaction replaced (heapdb.loader.redaction); snap.bin keeps it.
+REDACTED = "redacted"
 
 # The most bytes a graph's self sizes may add up to (2^62): every retained size is such a sum, and
 # stays exact in int64 (and in Neo4j's integers).

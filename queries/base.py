@@ -18,6 +18,7 @@ from heapdb.queries import catalog
 from heapdb.queries.cache import AnswerCache
 from heapdb.queries.params import DEFAULT_TIMEOUT
 from heapdb.queries.results import ObjectInfo
+from heapdb.scopes import EVERYTHING, Scope, no_snapshot
 
 T = TypeVar("T")
 
@@ -35,21 +36,29 @@ class Asking:
 
     Every question takes its snapshots as :class:`~heapdb.loader.store.Snapshot` records or as tags;
     a tag is looked up (and refused when unknown or stored by an older heapdb) once, on the way in.
+    ``scope`` is what the caller may read (:mod:`heapdb.scopes`): :meth:`snapshot` is where every
+    question meets it, so a tag outside it is refused as unknown whatever asks.
     """
 
     def __init__(
-        self, database: Database, timeout: float | None = DEFAULT_TIMEOUT, cache: AnswerCache | None = None
+        self,
+        database: Database,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        cache: AnswerCache | None = None,
+        scope: Scope = EVERYTHING,
     ) -> None:
         self.database = database
         self.timeout = timeout
         self.cache = cache
+        self.scope = scope
 
     def _run(self, name: str, **parameters: Any) -> list[dict[str, Any]]:
         return catalog.run(self.database, name, parameters, timeout=self.timeout)
 
     def snapshots(self) -> list[Snapshot]:
-        """The ready snapshots, oldest first."""
-        return [Snapshot.from_properties(row["snapshot"]) for row in self._run("snapshots")]
+        """The ready snapshots the caller may read, oldest first."""
+        found = [Snapshot.from_properties(row["snapshot"]) for row in self._run("snapshots")]
+        return [s for s in found if self.scope.reads(s.tag)]
 
     def snapshot(self, ref: SnapshotRef, *, objects: bool = False, all_objects: bool = False) -> Snapshot:
         """The ready snapshot with this tag, or :class:`NotFound` / :class:`OutdatedSnapshot`.
@@ -58,8 +67,12 @@ class Asking:
         a pruned snapshot (``heapdb prune``) then raises :class:`SummaryOnly`, whether it was named by
         tag or by record. This is the one place that check is made. One that reads every object
         (a search, say) also says ``all_objects=True``: while a load still writes its objects, it
-        raises :class:`~heapdb.errors.ObjectsLoading`.
+        raises :class:`~heapdb.errors.ObjectsLoading`. A tag outside the caller's scope is refused
+        first, as an unknown one, before anything is read.
         """
+        tag = ref.tag if isinstance(ref, Snapshot) else ref
+        if not self.scope.reads(tag):
+            raise no_snapshot(tag)
         if isinstance(ref, Snapshot):
             found = ref
         elif self.cache is not None:
@@ -77,7 +90,7 @@ class Asking:
     def _look_up(self, ref: str) -> Snapshot:
         rows = self._run("snapshot", tag=ref)
         if not rows:
-            raise NotFound(f"no snapshot tagged {ref!r} (see `heapdb snapshots`)")
+            raise no_snapshot(ref)
         found = Snapshot.from_properties(rows[0]["snapshot"])
         if found.store_version < STORE_VERSION:
             raise OutdatedSnapshot(

@@ -30,13 +30,16 @@ from importlib import resources
 from typing import Any
 
 from heapdb.db import Database
-from heapdb.errors import NotFound, ObjectsLoading, ParameterError, ReferencesLoading, StillLoading
+from heapdb.errors import Forbidden, NotFound, ObjectsLoading, ParameterError, ReferencesLoading, StillLoading
+from heapdb.scopes import EVERYTHING, Scope, no_snapshot
 
 TYPES = ("string", "int", "bool", "list<string>", "list<int>")
 # What a query may need written in full before it answers (`// needs:`), in the order a load writes them.
 NEEDS = ("objects", "references")
-# The parameters that name a snapshot by its tag, in the stored queries that take one or several.
-SNAPSHOT_PARAMETERS = ("tag", "before", "after", "baseline", "target", "final")
+# The parameters that name a snapshot by its tag (`tags`: several), in the stored queries that take
+# one: what a load may still be writing (run), and what a caller's scope is checked against
+# (check_scope). tests/test_tokens.py checks that every parameter naming a tag is listed here.
+SNAPSHOT_PARAMETERS = ("tag", "before", "after", "baseline", "target", "final", "candidate", "since", "tags")
 
 # Neo4j integers are 64-bit; anything wider would be rejected by the driver with a less clear message.
 INT_MIN, INT_MAX = -(2**63), 2**63 - 1
@@ -213,6 +216,27 @@ class StoredQuery:
             "file": self.filename,
         }
 
+    @property
+    def per_snapshot(self) -> bool:
+        """Whether it reads the snapshots it names (a required tag), not across them all."""
+        return any(p.required and p.name in SNAPSHOT_PARAMETERS for p in self.parameters)
+
+    def check_scope(self, bound: Mapping[str, Any], scope: Scope) -> None:
+        """Refuse what ``scope`` may not run: a tag it may not read answers as unknown; a query that
+        reads across every snapshot (the builds, the leak signatures, the gate's runs) is the
+        administrator's."""
+        if scope.everything:
+            return
+        if not self.per_snapshot:
+            raise Forbidden(
+                f"query {self.name!r} reads across every team's snapshots: only the service's own tokens may run it"
+            )
+        for name in SNAPSHOT_PARAMETERS:
+            value = bound.get(name)
+            for tag in value if isinstance(value, list) else [value]:
+                if isinstance(tag, str) and not scope.reads(tag):
+                    raise no_snapshot(tag)
+
 
 def parse(text: str, filename: str = "<query>") -> StoredQuery:
     """Parse a stored query file; a malformed header raises ValueError naming the file and line."""
@@ -304,11 +328,19 @@ def get(name: str) -> StoredQuery:
 
 
 def run(
-    database: Database, name: str, parameters: Mapping[str, Any] | None = None, *, timeout: float | None = None
+    database: Database,
+    name: str,
+    parameters: Mapping[str, Any] | None = None,
+    *,
+    timeout: float | None = None,
+    scope: Scope = EVERYTHING,
 ) -> list[dict[str, Any]]:
-    """Run a stored query in a read-only transaction with ``timeout`` seconds; return its rows."""
+    """Run a stored query in a read-only transaction with ``timeout`` seconds; return its rows.
+    A caller's own query says its ``scope`` (:meth:`StoredQuery.check_scope`); the questions' run
+    theirs after checking their snapshots themselves."""
     query = get(name)
     bound = query.bind(parameters or {})
+    query.check_scope(bound, scope)
     if query.needs is not None:
         for key in SNAPSHOT_PARAMETERS:
             if isinstance(bound.get(key), str):

@@ -345,18 +345,44 @@ class GateQuestions(SnapshotQuestions, SuspectQuestions):
         )
 
     def history(self, signature: int) -> SignatureHistory:
-        """A leak signature's history across the recorded builds (stored query ``signature-history``)."""
+        """A leak signature's history across the recorded builds (stored query ``signature-history``);
+        for a caller who may read only some tags, across the builds of those (:meth:`_in_scope`)."""
         found = self._run("signature", sig=signature)
         if not found:
-            raise NotFound(f"no leak signature {signature} is remembered (see `heapdb signatures`)")
+            raise _no_signature(signature)
         rows = history_store.in_build_order(self._run("signature-history", sig=signature))
-        return _history(found[0]["signature"], rows)
+        if self.scope.everything:
+            return _history(found[0]["signature"], rows)
+        seen = self._in_scope(found[0]["signature"], rows)
+        if seen is None:  # none of its builds are the caller's: as unknown
+            raise _no_signature(signature)
+        return _history(*seen)
+
+    def _in_scope(self, props: dict[str, Any], rows: Sequence[Any]) -> tuple[dict[str, Any], list[Any]] | None:
+        """A signature as seen from the builds whose tags the caller may read (``rows`` in build
+        order): its observations there, and its first and last build, growth and status worked out
+        from them alone, so that nothing of another team's builds shows: ``(properties, rows)`` as
+        :func:`_history` takes them, or None if none of those builds had it."""
+        mine = [r for r in rows if self.scope.reads(r["tag"])]
+        if not any(r["present"] for r in mine):
+            return None
+        summary = history_store.summarise(
+            [(r["build"], r["retained_size"], bool(r["present"])) for r in mine],
+            known=props.get("known_leak") is not None,
+            noise=0,
+        )
+        builds = {r["build"] for r in mine}
+        grew = [b for b in props.get("grew") or [] if b in builds]  # as recorded, with its noise floor
+        seen = {**props, "first_seen": summary.first_seen, "last_seen": summary.last_seen, "status": summary.status}
+        return {**seen, "grew": grew}, mine
 
     def signatures(self, since: str | None = None) -> list[SignatureHistory]:
         """The remembered leak signatures, first seen earliest first; with ``since`` (a build name or
         a snapshot tag), those first seen in that build or a later one."""
         rows = self._run("signatures")
-        builds = {b["build"]: b for b in self._run("builds")}
+        builds = {b["build"]: b for b in self._run("builds") if self.scope.reads(b["tag"])}
+        if not self.scope.everything:
+            rows = self._signatures_in_scope(rows)
         key = {name: history_store.order_key(b["number"], b["sid"]) for name, b in builds.items()}
         if since is not None:
             start = builds.get(since) or next((b for b in builds.values() if b["tag"] == since), None)
@@ -369,6 +395,23 @@ class GateQuestions(SnapshotQuestions, SuspectQuestions):
         last = (True, 0.0, 0)
         answers = [_history(r["signature"], []) for r in rows]
         return sorted(answers, key=lambda h: (key.get(h.first_seen or "", last), h.signature))
+
+    def _signatures_in_scope(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The ``signatures`` rows a caller who may read only some tags sees (:meth:`_in_scope`)."""
+        observed: dict[int, list[dict[str, Any]]] = {}
+        for r in self._run("signature-observations"):
+            observed.setdefault(r["sig"], []).append(r)
+        kept = []
+        for r in rows:
+            props = r["signature"]
+            seen = self._in_scope(props, history_store.in_build_order(observed.get(props["sig"], [])))
+            if seen is not None:
+                kept.append({"signature": seen[0]})
+        return kept
+
+
+def _no_signature(signature: int) -> NotFound:
+    return NotFound(f"no leak signature {signature} is remembered (see `heapdb signatures`)")
 
 
 def _per_kind(findings: list[GateFinding], limit: int) -> list[GateFinding]:

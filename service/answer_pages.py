@@ -53,7 +53,8 @@ class Pages:
     def first(self, data: dict[str, Any], lists: Sequence[str]) -> str:
         """The answer's first page, and a handle for the rest when there is more."""
         head = {key: value for key, value in data.items() if key not in lists}
-        items = [(key, to_json(item)) for key in lists for item in data[key]]
+        # A list the answer lacks is empty: a diff by type has no per-type object turnover (`types`).
+        items = [(key, to_json(item)) for key in lists for item in data.get(key) or []]
         handle = secrets.token_urlsafe(12)
         text, end = self._page(head, tuple(lists), items, 0, handle)
         if end < len(items):

@@ -6,6 +6,8 @@ and for queries Neo4j rejects, 504 for a query Neo4j stopped at the query timeou
 410 for a question that reads objects asked of a snapshot pruned to its summaries, 503 when Neo4j
 cannot be reached), and 401 without the bearer token when ``HEAPDB_API_TOKEN`` is set. Writes
 (uploads, :mod:`heapdb.service.intake`) need ``HEAPDB_API_WRITE_TOKEN`` (403 when it is unset).
+With ``HEAPDB_SCOPED_TOKENS`` on, the tokens per team of ``heapdb tokens`` are taken too, each
+reading and writing only its own tags (:mod:`heapdb.service.access`).
 
 Every answer comes from :class:`heapdb.queries.questions.Questions`, the functions the CLI calls,
 with the parameters declared once in :mod:`heapdb.queries.params`; the URLs are stable
@@ -21,13 +23,13 @@ connection that stays open.
 
 from __future__ import annotations
 
-import secrets
 import sys
 import threading
 from collections.abc import Callable
 from typing import Annotated, Any
 from urllib.parse import quote_from_bytes, unquote, unquote_to_bytes
 
+import anyio.to_thread
 import neo4j.exceptions
 from fastapi import FastAPI, Query, Request, Response
 from fastapi.encoders import jsonable_encoder
@@ -35,14 +37,17 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.convertors import Convertor, register_url_convertor
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Send
+from starlette.types import Scope as ASGIScope
 
 from heapdb import __version__, config, db, settings
 from heapdb.errors import HeapdbError
 from heapdb.queries import catalog, params
 from heapdb.queries.cache import AnswerCache
 from heapdb.queries.questions import Questions
+from heapdb.scopes import Scope
 from heapdb.service import (
+    access,
     browse_pages,
     compare_pages,
     gate_run_pages,
@@ -53,6 +58,7 @@ from heapdb.service import (
     question_pages,
     rule_pages,
     rule_routes,
+    warmup,
 )
 from heapdb.service.question_routes import add_question_routes
 
@@ -145,7 +151,7 @@ class RouteOnRawPath:
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def __call__(self, scope: ASGIScope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope.get("raw_path"):
             # Keep the client's escapes, encode bytes it sent unescaped (UTF-8 straight in the URL).
             raw = quote_from_bytes(scope["raw_path"], safe="/%!$&'()*+,;=:@-._~")
@@ -160,18 +166,34 @@ class Guard:
 
     A plain ASGI middleware: Starlette's ``@app.middleware("http")`` runs each request through extra
     tasks and streams, which cost about a tenth of the service's CPU under 50 clients.
+
+    A token per team (``tokens``, with ``HEAPDB_SCOPED_TOKENS`` on) gives the request its scope
+    (:func:`heapdb.service.access.current`) and what it may do is checked here (:func:`access.refusal`).
     """
 
-    def __init__(self, app: ASGIApp, token: str | None, write_token: str | None = None) -> None:
+    def __init__(
+        self, app: ASGIApp, token: str | None, write_token: str | None = None, tokens: access.Tokens | None = None
+    ) -> None:
         self.app = app
         self.token = token
         self.write_token = write_token  # uploads, cancels and rule sets (see intake.is_write); it reads too
+        self.tokens = tokens
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def __call__(self, scope: ASGIScope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        refusal = self.refusal(Request(scope))
+        request = Request(scope)
+        try:
+            caller = await self.caller(request)
+        except (HeapdbError, neo4j.exceptions.DriverError, neo4j.exceptions.Neo4jError) as e:
+            trouble = f"cannot check the token, Neo4j is unavailable: {type(e).__name__}: {e}"
+            await JSONResponse({"error": trouble}, status_code=503)(scope, receive, send)
+            return
+        if caller is None:
+            refusal = self.refusal(request)
+        else:
+            refusal = await anyio.to_thread.run_sync(self.scoped_refusal, request, caller)
         if refusal is not None:
             await refusal(scope, receive, send)
             return
@@ -182,12 +204,33 @@ class Guard:
             started = started or message["type"] == "http.response.start"
             await send(message)
 
+        scoped = access.using(caller) if caller is not None else None
         try:
             await self.app(scope, receive, send_tracked)
         except Exception as e:
             if started:  # too late for an answer of our own
                 raise
             await JSONResponse({"error": f"internal error: {type(e).__name__}"}, status_code=500)(scope, receive, send)
+        finally:
+            if scoped is not None:
+                access.done(scoped)
+
+    async def caller(self, request: Request) -> Scope | None:
+        """The scope of the token per team the request comes with; None for any other token, none at
+        all, or with scoped tokens off (the checks of the environment tokens then apply)."""
+        if self.tokens is None:
+            return None
+        scheme, _, given = request.headers.get("authorization", "").partition(" ")
+        secret = given.strip() if scheme.lower() == "bearer" else request.cookies.get(pages.TOKEN_COOKIE, "")
+        if not secret or intake.token_is(secret, self.token) or intake.token_is(secret, self.write_token):
+            return None
+        known, found = self.tokens.remembered(secret)
+        return found if known else await anyio.to_thread.run_sync(self.tokens.scope_of, secret)
+
+    def scoped_refusal(self, request: Request, caller: Scope) -> Response | None:
+        refused = access.refusal(request, caller, access.job_tags(request))
+        problem = None if refused is not None else request_problem(request)
+        return refused or (JSONResponse({"error": f"bad request: {problem}"}, status_code=422) if problem else None)
 
     def refusal(self, request: Request) -> Response | None:
         path = request.url.path
@@ -195,14 +238,12 @@ class Guard:
             refused = intake.write_refusal(request.headers.get("authorization", ""), self.token, self.write_token)
             if refused is not None:
                 return refused
-        elif self.token and path != links.HEALTH and not pages.open_to_all(path):
+        elif (self.token or self.tokens is not None) and path != links.HEALTH and not pages.open_to_all(path):
             scheme, _, given = request.headers.get("authorization", "").partition(" ")
             if scheme.lower() == "bearer":
-                allowed = secrets.compare_digest(given.strip().encode(), self.token.encode()) or intake.token_is(
-                    given.strip(), self.write_token
-                )
+                allowed = intake.token_is(given.strip(), self.token) or intake.token_is(given.strip(), self.write_token)
             else:  # a browser: the token it was given at /login, in a cookie
-                allowed = pages.signed_in(request, self.token)
+                allowed = bool(self.token) and pages.signed_in(request, self.token or "")
             if not allowed:
                 return pages.sign_in_first(request) or JSONResponse(
                     {"error": "missing or wrong bearer token (Authorization: Bearer <HEAPDB_API_TOKEN>)"},
@@ -253,11 +294,13 @@ def create_app(
     query_timeout = params.query_timeout(timeout)
     api_token = token if token is not None else settings.API_TOKEN.get()
     write_token = settings.API_WRITE_TOKEN.get()
+    tokens = access.Tokens(handle.get) if access.enabled() else None
     cache = AnswerCache()
     _schedule_pruning(app, handle)
+    warmup.schedule(app, handle.get, cache)
 
     def questions() -> Questions:
-        return Questions(handle.get(), query_timeout, cache)
+        return Questions(handle.get(), query_timeout, cache, scope=access.current())
 
     @app.exception_handler(HeapdbError)
     async def heapdb_error(request: Request, error: HeapdbError) -> Response:
@@ -312,7 +355,8 @@ def create_app(
         if include_all:
             from heapdb.loader.store import list_snapshots
 
-            return [s.as_dict() for s in list_snapshots(handle.get(), include_incomplete=True)]
+            listed = list_snapshots(handle.get(), include_incomplete=True)
+            return [s.as_dict() for s in listed if access.current().reads(s.tag)]
         return [s.as_dict() for s in questions().snapshots()]
 
     @app.get(links.SNAPSHOT, summary="One snapshot")
@@ -334,11 +378,13 @@ def create_app(
         values: dict[str, list[str]] = {}
         for key, value in request.query_params.multi_items():
             values.setdefault(key, []).append(value)
-        rows = catalog.run(handle.get(), name, stored.bind(values), timeout=query_timeout)
+        rows = catalog.run(handle.get(), name, stored.bind(values), timeout=query_timeout, scope=access.current())
         return {"query": name, "rows": jsonable_encoder(rows)}
 
     rule_routes.add_rule_routes(app, handle.get)
-    pages.add_pages(app, questions, api_token)
+    pages.add_pages(
+        app, questions, api_token, None if tokens is None else lambda given: tokens.scope_of(given) is not None
+    )
     compare_pages.add_compare_pages(app, questions)
     browse_pages.add_browse_pages(app, questions)
     question_pages.add_question_pages(app, questions)
@@ -346,6 +392,6 @@ def create_app(
     gate_run_pages.add_gate_run_pages(app, questions)
     query_pages.add_query_pages(app, questions)
     intake.add_intake(app, handle.get)
-    app.add_middleware(Guard, token=api_token, write_token=write_token)
+    app.add_middleware(Guard, token=api_token, write_token=write_token, tokens=tokens)
     app.add_middleware(RouteOnRawPath)  # outermost: before the other middleware and the routing
     return app

@@ -28,8 +28,9 @@ from fastapi.responses import JSONResponse, Response
 from heapdb import config, settings
 from heapdb.db import Database
 from heapdb.errors import IntakeFull, LoadError, UploadError, UploadTooLarge
+from heapdb.loader.redaction import required
 from heapdb.loader.store.lifecycle import check_tag
-from heapdb.service import jobs, links
+from heapdb.service import access, jobs, links
 from heapdb.service.spool import Spooler, check_room, encoding_of
 
 # Metadata with a query parameter of its own; any other key comes as meta=KEY=VALUE (repeatable).
@@ -141,7 +142,7 @@ def job_json(request: Request, job: jobs.Job) -> dict[str, Any]:
         409: {"description": "the tag is taken"},
         413: {"description": "over the size limit"},
         415: {"description": "an unknown Content-Encoding"},
-        422: {"description": "not a snapshot, cut off, or a bad tag"},
+        422: {"description": "not a snapshot, cut off, a bad tag, or not redacted where HEAPDB_REDACT=always"},
         503: {"description": "the load queue is full (HEAPDB_MAX_QUEUED): try again after Retry-After seconds"},
         507: {"description": "the upload would leave less disk free than HEAPDB_MIN_FREE_BYTES"},
     },
@@ -164,12 +165,23 @@ async def upload(
             f"{MAX_META_CHARS} characters (`heapdb push` sends its file's; empty: none)",
         ),
     ] = "",
+    redacted: Annotated[
+        bool,
+        Query(
+            description="the sender redacted the snapshot (`heapdb push --redact`); a service with "
+            "HEAPDB_REDACT=always takes nothing else, and checks the file says so",
+        ),
+    ] = False,
 ) -> JSONResponse:
     runner = _runner(request)
     try:
         check_tag(tag)
     except LoadError as e:
         raise UploadError(str(e)) from None
+    if required() and not redacted:
+        raise UploadError(
+            "this service takes only redacted snapshots (HEAPDB_REDACT=always): send it with `heapdb push --redact`"
+        )
     values = _metadata(
         {"build": build, "commit": commit, "branch": branch, "scenario": scenario, "platform": platform}, meta
     )
@@ -218,7 +230,7 @@ async def upload(
 
 @router.get(links.JOBS, summary="Load jobs, newest first (the last 100), or those of one tag")
 def list_jobs(request: Request, tag: Annotated[str | None, Query(description="only this tag's")] = None) -> Any:
-    return [job_json(request, j) for j in _runner(request).store.recent(tag)]
+    return [job_json(request, j) for j in _runner(request).store.recent(tag) if access.current().reads(j.tag)]
 
 
 @router.get(

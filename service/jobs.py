@@ -40,6 +40,7 @@ from typing import Any
 
 from heapdb.db import Database
 from heapdb.errors import LoadError, NotFound
+from heapdb.loader.redaction import required
 from heapdb.loader.store import lifecycle
 from heapdb.processes import pid_alive
 from heapdb.progress import PROGRESS_FILE_VARIABLE
@@ -346,6 +347,8 @@ class JobRunner:
             return
         command = [sys.executable, "-m", "heapdb.service.loadproc", str(os.getpid()), str(snapshot)]
         command += ["--tag", job.tag, "--source", job.name, "--json", *(["--replace"] if job.replace else [])]
+        if required():  # HEAPDB_REDACT=always: the file must say its sender redacted it (the load redacts too)
+            command.append("--only-redacted")
         for key, value in job.meta.items():
             command += ["--meta", f"{key}={value}"]
         progress = self.spool / f"{job_id}.progress"

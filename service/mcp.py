@@ -12,7 +12,9 @@ tool returns the following ones. Objects an answer points at come as
 
 heapdb's errors (an unknown tag, a bad parameter, references still loading) come back as tool
 errors carrying their message, which an agent can read and act on; so does a Neo4j that is away.
-See docs/mcp.md.
+Over HTTP with ``HEAPDB_SCOPED_TOKENS`` on, a token per team sees only its own tags, as in the
+service (:mod:`heapdb.service.access`): :class:`BearerToken` gives the request its scope, which
+every tool's questions and stored queries are asked under. See docs/mcp.md.
 """
 
 from __future__ import annotations
@@ -22,8 +24,10 @@ import inspect
 import secrets
 import typing
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import suppress
 from typing import Annotated, Any, Literal, cast
 
+import anyio.to_thread
 import neo4j.exceptions
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -37,7 +41,7 @@ from heapdb.queries.cache import AnswerCache
 from heapdb.queries.compare import MIN_SERIES
 from heapdb.queries.questions import Questions
 from heapdb.registry import QUESTIONS, Part, Question
-from heapdb.service import links
+from heapdb.service import access, links
 from heapdb.service.answer_pages import Pages, to_json
 from heapdb.service.app import DatabaseHandle
 
@@ -258,7 +262,8 @@ class Tools:
 
     def _query(self, name: str, parameters: Mapping[str, Any] | None) -> str:
         stored = catalog.get(name)
-        rows = catalog.run(self.database(), name, stored.bind(parameters or {}), timeout=self.questions().timeout)
+        ask = self.questions()
+        rows = catalog.run(self.database(), name, stored.bind(parameters or {}), timeout=ask.timeout, scope=ask.scope)
         return self.answer({"query": name, "rows": rows}, ["rows"])
 
 
@@ -278,7 +283,9 @@ def build_server(
     query_timeout = params.query_timeout(timeout)
     cache = AnswerCache()
     server = MCPServer("heapdb", version=__version__, instructions=INSTRUCTIONS)
-    tools = Tools(lambda: Questions(handle.get(), query_timeout, cache), handle.get, pages or Pages())
+    tools = Tools(
+        lambda: Questions(handle.get(), query_timeout, cache, scope=access.current()), handle.get, pages or Pages()
+    )
     tools.register(server)
 
     @server.resource(
@@ -295,30 +302,47 @@ def build_server(
 
 class BearerToken:
     """The streamable HTTP app behind ``Authorization: Bearer <token>`` (``HEAPDB_API_TOKEN``, as for
-    ``heapdb serve``): a request without it gets a 401 before the MCP layer reads it."""
+    ``heapdb serve``, or a token per team when ``tokens`` looks them up): a request without one gets
+    a 401 before the MCP layer reads it. A token per team's scope is the request's while it is
+    answered: the MCP layer hands each message on with the context it was sent in."""
 
-    def __init__(self, app: Any, token: str) -> None:
-        self.app, self.token = app, token
+    def __init__(self, app: Any, token: str | None, tokens: access.Tokens | None = None) -> None:
+        self.app, self.token, self.tokens = app, token, tokens
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "http":
-            headers = dict(scope.get("headers") or [])
-            scheme, _, given = headers.get(b"authorization", b"").decode("latin-1").partition(" ")
-            if scheme.lower() != "bearer" or not secrets.compare_digest(given.strip().encode(), self.token.encode()):
-                body = to_json({"error": "missing or wrong bearer token (Authorization: Bearer <HEAPDB_API_TOKEN>)"})
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": 401,
-                        "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")],
-                    }
-                )
-                await send({"type": "http.response.body", "body": body.encode()})
-                return
-        await self.app(scope, receive, send)
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        scheme, _, given = headers.get(b"authorization", b"").decode("latin-1").partition(" ")
+        given = given.strip() if scheme.lower() == "bearer" else ""
+        if self.token and given and secrets.compare_digest(given.encode(), self.token.encode()):
+            await self.app(scope, receive, send)
+            return
+        caller = None
+        if self.tokens is not None and given:
+            with suppress(HeapdbError, neo4j.exceptions.DriverError, neo4j.exceptions.Neo4jError):
+                caller = await anyio.to_thread.run_sync(self.tokens.scope_of, given)  # Neo4j away: a 401
+        if caller is None:
+            body = to_json({"error": "missing or wrong bearer token (Authorization: Bearer <HEAPDB_API_TOKEN>)"})
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 401,
+                    "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")],
+                }
+            )
+            await send({"type": "http.response.body", "body": body.encode()})
+            return
+        scoped = access.using(caller)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            access.done(scoped)
 
 
-def http_app(server: MCPServer, host: str, token: str | None) -> Any:
-    """The server as a streamable HTTP ASGI app at :data:`links.MCP`, behind the bearer token when one is set."""
+def http_app(server: MCPServer, host: str, token: str | None, tokens: access.Tokens | None = None) -> Any:
+    """The server as a streamable HTTP ASGI app at :data:`links.MCP`, behind the bearer token when one
+    is set, or the tokens per team when ``tokens`` looks them up."""
     app = server.streamable_http_app(host=host, streamable_http_path=links.MCP)
-    return BearerToken(app, token) if token else app
+    return BearerToken(app, token, tokens) if token or tokens is not None else app

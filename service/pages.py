@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import parse_qs, urlencode
 
+import anyio.to_thread
 from fastapi import FastAPI, Query, Request, Response
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
@@ -136,21 +137,31 @@ def _local(target: str) -> str:
     return target if target.startswith("/") and not target.startswith("//") else links.HOME_PAGE
 
 
-def add_pages(app: FastAPI, questions: Callable[[], Questions], token: str | None) -> None:
-    """The pages' routes on ``app`` (not in the OpenAPI description: that one is the API's)."""
+def add_pages(
+    app: FastAPI,
+    questions: Callable[[], Questions],
+    token: str | None,
+    scoped: Callable[[str], bool] | None = None,
+) -> None:
+    """The pages' routes on ``app`` (not in the OpenAPI description: that one is the API's).
+    ``scoped`` says whether a token is one per team (None: those are off), which signs in too."""
     app.mount(links.STATIC, StaticFiles(directory=Path(__file__).parent / "static"), name="static")
+    needed = token is not None or scoped is not None
 
     def login_form(request: Request, next: str = links.HOME_PAGE, wrong: bool = False) -> Response:
         html = templates.get_template("login.html").render(
-            next=_local(next), wrong=wrong, needed=token is not None, json_twin=None
+            next=_local(next), wrong=wrong, needed=needed, json_twin=None
         )
         return HTMLResponse(html, status_code=401 if wrong else 200)
 
     async def login(request: Request) -> Response:
         form = parse_qs((await request.body()).decode("utf-8", "replace"))
         given, target = form.get("token", [""])[0], _local(form.get("next", [links.HOME_PAGE])[0])
-        if token is None or not secrets.compare_digest(given.encode(), token.encode()):
-            return login_form(request, target, wrong=token is not None)
+        known = token is not None and secrets.compare_digest(given.encode(), token.encode())
+        if not known and scoped is not None and given:
+            known = await anyio.to_thread.run_sync(scoped, given)
+        if not known:
+            return login_form(request, target, wrong=needed)
         response = RedirectResponse(target, status_code=303)
         # HttpOnly: no script reads it; SameSite=Strict: no other site's page sends it.
         response.set_cookie(TOKEN_COOKIE, given, httponly=True, samesite="strict", secure=request.url.scheme == "https")
@@ -161,7 +172,7 @@ def add_pages(app: FastAPI, questions: Callable[[], Questions], token: str | Non
 
     def snapshots(request: Request, twin: bool) -> Response:
         ask = questions()
-        found = list_snapshots(ask.database, include_incomplete=True)
+        found = [s for s in list_snapshots(ask.database, include_incomplete=True) if ask.scope.reads(s.tag)]
         return respond(request, "snapshots.html", {"snapshots": [s.as_dict() for s in found]}, twin)
 
     def snapshot(request: Request, tag: str, twin: bool, p: params.Types) -> Response:

@@ -179,7 +179,7 @@ def run_query(
     """The bound parameters and the rows, as the REST route binds, runs and encodes them."""
     bound = stored.bind(sent)
     ask = questions()
-    rows = catalog.run(ask.database, stored.name, bound, timeout=ask.timeout)
+    rows = catalog.run(ask.database, stored.name, bound, timeout=ask.timeout, scope=ask.scope)
     return bound, jsonable_encoder(rows)
 
 

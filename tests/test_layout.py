@@ -28,6 +28,7 @@ STAGES = {
     "heapdb.config": 0,
     "heapdb.gatecheck": 0,  # what can fail the CI gate, read by rule files and the gate's parameters
     "heapdb.settings": 0,  # every environment variable and config-file key, declared once
+    "heapdb.scopes": 0,  # which tags a token per team reads and writes (the rule; the tokens are stored later)
     "heapdb.docblock": 0,  # generated parts of the docs
     "heapdb.lazy": 0,
     "heapdb.processes": 0,  # whether a process lives  # package attributes imported on first use
@@ -45,6 +46,7 @@ STAGES = {
     "heapdb.loader.views": 2,  # lifelines and heapdomstats, from an analysis or from stored rows
     "heapdb.loader.inspections": 2,  # what wastes memory: duplicate strings, detached DOM, React
     "heapdb.loader.report": 2,
+    "heapdb.loader.redaction": 2,  # secrets out of a graph before it is stored or written
     "heapdb.neo4j_server": 3,
     "heapdb.db": 3,
     "heapdb.loader.store": 3,

@@ -102,6 +102,7 @@ OTHER_COMMANDS: dict[str, tuple[str, str]] = {
         "heapdb.cli.load_cmd",
         "List the snapshots in the database: tag, status, format, counts, sizes, load time.",
     ),
+    "tokens": ("heapdb.cli.tokens_cmd", "The service's tokens per team: create, list and revoke them."),
 }
 QUESTION_MODULE = "heapdb.cli.question_cmd"
 COMMANDS: dict[str, tuple[str, str]] = dict(

@@ -11,8 +11,9 @@ from pathlib import Path
 import click
 
 from heapdb.cli import main
-from heapdb.cli.steps import read_with_progress
+from heapdb.cli.steps import file_redaction, read_with_progress, redact_option, redact_rules_option
 from heapdb.errors import HeapdbError
+from heapdb.loader.graph import HeapGraph
 from heapdb.loader.report import FileSummary, file_summary
 from heapdb.units import NAME_LIMIT, short_name
 
@@ -69,10 +70,28 @@ def inspect(file: Path, as_json: bool, top: int) -> None:
     help="Output format; by default .heapsnapshot for a DEST ending so, else snapbin.",
 )
 @click.option("--compress/--no-compress", default=True, show_default=True, help="zstd-compress snap.bin chunks.")
-def convert(source: Path, dest: Path, target: str | None, compress: bool) -> None:
-    """Rewrite the snapshot SOURCE (any format heapdb reads) as DEST."""
+@redact_option
+@redact_rules_option
+def convert(source: Path, dest: Path, target: str | None, compress: bool, redact: bool, rules: str | None) -> None:
+    """Rewrite the snapshot SOURCE (any format heapdb reads) as DEST.
+
+    With --redact (or HEAPDB_REDACT=always, or [[redact]] rules in --rules FILE), string contents
+    and primitive values are replaced by their length and a keyed hash in DEST (docs/rules.md,
+    Redaction); a snap.bin DEST says it was redacted.
+    """
     target = target or ("heapsnapshot" if dest.suffix == ".heapsnapshot" else "snapbin")
+    redaction = file_redaction(redact, rules)
     _, graph = read_with_progress(source)
+    if redaction is not None:
+        from heapdb.loader.redaction import redact_graph
+
+        graph = redact_graph(graph, redaction)
+    write_snapshot(graph, dest, target, compress=compress)
+    click.echo(f"wrote {dest} ({target}: {graph.node_count:,} nodes, {graph.edge_count:,} edges)")
+
+
+def write_snapshot(graph: HeapGraph, dest: Path, target: str, *, compress: bool) -> None:
+    """Write ``graph`` to ``dest`` as ``target`` (one of :data:`TARGETS`)."""
     try:
         if target == "snapbin":
             from heapdb.loader.formats.snapbin import write_graph
@@ -85,4 +104,3 @@ def convert(source: Path, dest: Path, target: str | None, compress: bool) -> Non
             write_heapsnapshot(graph, dest)
     except OSError as e:
         raise HeapdbError(f"cannot write {dest}: {e.strerror or e}") from None
-    click.echo(f"wrote {dest} ({target}: {graph.node_count:,} nodes, {graph.edge_count:,} edges)")

@@ -16,9 +16,11 @@ from heapdb.cli.steps import (
     analyse_for_store,
     choose_rules,
     read_with_progress,
+    redact_option,
     refuse_groups_without_rules,
     rules_options,
 )
+from heapdb.errors import LoadError
 from heapdb.units import human_bytes
 
 if TYPE_CHECKING:
@@ -44,6 +46,13 @@ def _say(message: str) -> None:
 )
 @write_options
 @rules_options
+@redact_option
+@click.option(
+    "--only-redacted",
+    is_flag=True,
+    hidden=True,  # the service's load jobs under HEAPDB_REDACT=always
+    help="Refuse a FILE that does not say it was redacted (heapdb push --redact).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the load report as JSON.")
 def load(
     file: str,
@@ -55,6 +64,8 @@ def load(
     writer: str,
     rules: str,
     disabled: tuple[str, ...],
+    redact: bool,
+    only_redacted: bool,
     as_json: bool,
 ) -> None:
     """Read a snapshot, compute dominators, retained sizes and distances, and store it in Neo4j.
@@ -75,6 +86,10 @@ def load(
     --rules the analysis also follows the team's rules (dominators, retained sizes, ranks, distances,
     first paths, groups; each object's bucket, known leak and verdict), and the snapshot records the
     rule set; the stored references (:REF and :WEAK_REF) stay what the runtime's own rules say.
+
+    With --redact (or [[redact]] rules, or HEAPDB_REDACT=always), string contents and primitive
+    values are replaced by their length and a keyed hash before anything is written; duplicate
+    strings still answer (docs/rules.md, Redaction).
     """
     from heapdb.loader import store
     from heapdb.loader.store.lifecycle import check_tag
@@ -88,9 +103,14 @@ def load(
     started = time.monotonic()
     _, graph = read_with_progress(file)
     read_seconds = time.monotonic() - started
+    if only_redacted:
+        from heapdb.loader.redaction import is_redacted
+
+        if not is_redacted(graph):
+            raise LoadError(f"{source or file} was not redacted by its sender: send it with `heapdb push --redact`")
 
     started = time.monotonic()
-    data, analysed_with = analyse_for_store(graph, choice, _say)
+    data, analysed_with = analyse_for_store(graph, choice, _say, redact=redact)
     analyse_seconds = time.monotonic() - started
 
     ready_after = 0.0

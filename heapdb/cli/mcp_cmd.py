@@ -40,10 +40,11 @@ def mcp(transport: str, host: str, port: int, timeout: float | None, insecure_no
     With --transport stdio (the default) an MCP client runs `heapdb mcp` itself and talks over its
     standard input and output. With --transport http it serves streamable HTTP at /mcp; with
     HEAPDB_API_TOKEN set, every request needs `Authorization: Bearer <token>`, and without it only a
-    loopback address is served unless --insecure-no-token.
+    loopback address is served unless --insecure-no-token. With HEAPDB_SCOPED_TOKENS on, the tokens
+    of `heapdb tokens create` are taken too, each seeing only the tags its patterns cover.
     """
     token = settings.API_TOKEN.get()
-    if transport == "http" and not token and not loopback_only(host):
+    if transport == "http" and not token and not settings.SCOPED_TOKENS.get() and not loopback_only(host):
         if not insecure_no_token:
             raise ConfigError(
                 f"refusing to serve on {host!r} without HEAPDB_API_TOKEN: anyone who can reach that address "
@@ -51,9 +52,12 @@ def mcp(transport: str, host: str, port: int, timeout: float | None, insecure_no
             )
         click.echo(f"heapdb: warning: serving MCP on {host!r} with no authentication (--insecure-no-token)", err=True)
 
+    from heapdb.service import access
+    from heapdb.service.app import DatabaseHandle
     from heapdb.service.mcp import build_server, http_app
 
-    server = build_server(timeout=timeout)
+    database = DatabaseHandle()  # one connection for the tools and the tokens' lookups
+    server = build_server(database.get, timeout=timeout)
     if transport == "stdio":
         server.run("stdio")  # stdout is the protocol's: everything else goes to stderr
         return
@@ -62,4 +66,5 @@ def mcp(transport: str, host: str, port: int, timeout: float | None, insecure_no
     from heapdb.service import links
 
     click.echo(f"heapdb MCP server on http://{host}:{port}{links.MCP}", err=True)
-    uvicorn.run(http_app(server, host, token), host=host, port=port, log_level="warning")
+    tokens = access.Tokens(database.get) if access.enabled() else None
+    uvicorn.run(http_app(server, host, token, tokens), host=host, port=port, log_level="warning")

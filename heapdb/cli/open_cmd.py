@@ -71,6 +71,8 @@ def _start_service(port: int) -> str:
             stdout=log,
             stderr=log,
             start_new_session=True,  # it outlives this command, and a Ctrl-C here does not stop it
+            # One person's browser waits for the port: no start-up warm-up, unless asked for.
+            env={settings.WARM_UP.name: "0", **os.environ},
         )
     deadline = time.monotonic() + START_SECONDS
     while not _answers(base):

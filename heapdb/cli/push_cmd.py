@@ -2,21 +2,28 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import tempfile
 import time
 import zlib
 from collections.abc import Iterator
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from heapdb import settings
 from heapdb.cli import main
 from heapdb.cli.options import key_values
+from heapdb.cli.steps import file_redaction, redact_option, redact_rules_option
 from heapdb.errors import UploadError
 from heapdb.progress import bar
 from heapdb.service import links
+
+if TYPE_CHECKING:
+    from heapdb.loader.redaction import Redaction
 
 READ_BYTES = 1 << 20  # bytes of the file read (and compressed) at a time
 ZSTD_LEVEL = 3  # fast: compressing must keep up with the network
@@ -121,6 +128,8 @@ def _answer_text(response: Any) -> str:
     help="While the service answers 503 (its load queue full, its database away), try again when its "
     "Retry-After says, for at most this long (0: never).",
 )
+@redact_option
+@redact_rules_option
 @click.option("--wait", is_flag=True, help="Wait for the load to end; exit non-zero if it fails.")
 @click.option("--json", "as_json", is_flag=True, help="Print the job as JSON.")
 def push(
@@ -132,6 +141,8 @@ def push(
     token: str | None,
     compress: str,
     retry_for: float,
+    redact: bool,
+    rules: str | None,
     wait: bool,
     as_json: bool,
 ) -> None:
@@ -143,6 +154,11 @@ def push(
     fails or is cancelled. The service needs its write token (HEAPDB_API_WRITE_TOKEN). While its
     load queue is full (or its database is away) it answers 503; the push then tries again when
     its Retry-After says, within --retry-for.
+
+    With --redact (or HEAPDB_REDACT=always, or [[redact]] rules in --rules FILE), the snapshot is
+    read and redacted here and sent as snap.bin: string contents and primitive values never leave
+    this machine (docs/rules.md, Redaction). A service running with HEAPDB_REDACT=always takes
+    nothing else.
     """
     import httpx
 
@@ -152,43 +168,47 @@ def push(
         params.append(("replace", "true"))
     for key, values in key_values(meta, "--meta").items():
         params.append((key, values[-1]) if key in META_PARAMETERS else ("meta", f"{key}={values[-1]}"))
-    already = compressed_already(file)
-    encoding = already or (None if compress == "none" else compress)
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    base = server.rstrip("/")
-    size = os.path.getsize(file)
-    try:
-        with httpx.Client(base_url=base, headers=headers, timeout=httpx.Timeout(60.0)) as client:
-            give_up = time.monotonic() + retry_for
-            while True:
-                # Checked first, with no body: a refusal (token, tag, size) comes before sending gigabytes.
-                checked = client.post(links.SNAPSHOTS, params=[*params, ("check", "true")])
-                if _unavailable(checked, give_up):
-                    continue
-                limits = _answer(checked)
-                if encoding is None and size > limits["max_upload_bytes"]:
-                    raise UploadError(
-                        f"{file} is {size:,} bytes; the service takes at most {limits['max_upload_bytes']:,}"
-                    )
-                with bar(f"push {os.path.basename(file)}", total=size, unit="B") as b:
-                    content = body(file, "none" if already else compress, b.update)
-                    sent = client.post(
-                        links.SNAPSHOTS,
-                        params=params,
-                        content=content,
-                        headers={
-                            "Content-Encoding": encoding or "identity",
-                            "Content-Type": "application/octet-stream",
-                        },
-                    )
-                if not _unavailable(sent, give_up):  # the queue filled up while the body went: again
-                    break
-            job = _answer(sent)
-            _say(f"queued load job {job['id']} for {tag!r}: {base}{job['url']}")
-            if wait:
-                job = _follow(client, job)
-    except httpx.HTTPError as e:
-        raise UploadError(f"cannot talk to the service at {base}: {type(e).__name__}: {e}") from None
+    redaction = file_redaction(redact, rules)
+    with _to_send(file, redaction) as file:
+        if redaction is not None:
+            params.append(("redacted", "true"))
+        already = compressed_already(file)
+        encoding = already or (None if compress == "none" else compress)
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        base = server.rstrip("/")
+        size = os.path.getsize(file)
+        try:
+            with httpx.Client(base_url=base, headers=headers, timeout=httpx.Timeout(60.0)) as client:
+                give_up = time.monotonic() + retry_for
+                while True:
+                    # Checked first, with no body: a refusal (token, tag, size) comes before sending gigabytes.
+                    checked = client.post(links.SNAPSHOTS, params=[*params, ("check", "true")])
+                    if _unavailable(checked, give_up):
+                        continue
+                    limits = _answer(checked)
+                    if encoding is None and size > limits["max_upload_bytes"]:
+                        raise UploadError(
+                            f"{file} is {size:,} bytes; the service takes at most {limits['max_upload_bytes']:,}"
+                        )
+                    with bar(f"push {os.path.basename(file)}", total=size, unit="B") as b:
+                        content = body(file, "none" if already else compress, b.update)
+                        sent = client.post(
+                            links.SNAPSHOTS,
+                            params=params,
+                            content=content,
+                            headers={
+                                "Content-Encoding": encoding or "identity",
+                                "Content-Type": "application/octet-stream",
+                            },
+                        )
+                    if not _unavailable(sent, give_up):  # the queue filled up while the body went: again
+                        break
+                job = _answer(sent)
+                _say(f"queued load job {job['id']} for {tag!r}: {base}{job['url']}")
+                if wait:
+                    job = _follow(client, job)
+        except httpx.HTTPError as e:
+            raise UploadError(f"cannot talk to the service at {base}: {type(e).__name__}: {e}") from None
     if as_json:
         click.echo(json.dumps(job, indent=2))
     elif not wait:
@@ -200,6 +220,25 @@ def push(
         click.echo(
             f"loaded {report.get('objects', 0):,} objects and {report.get('references', 0):,} references as {tag!r}"
         )
+
+
+@contextlib.contextmanager
+def _to_send(file: str, redaction: Redaction | None) -> Iterator[str]:
+    """``file`` itself, or with a ``redaction``, a redacted snap.bin copy of it in a scratch
+    directory removed afterwards."""
+    if redaction is None:
+        yield file
+        return
+    from heapdb.cli.formats_cmd import write_snapshot
+    from heapdb.cli.steps import read_with_progress
+    from heapdb.loader.redaction import redact_graph
+
+    _, graph = read_with_progress(file)
+    with tempfile.TemporaryDirectory(prefix="heapdb-push-") as scratch:
+        copy = Path(scratch) / (Path(file).name + ".snap.bin")
+        write_snapshot(redact_graph(graph, redaction), copy, "snapbin", compress=True)
+        del graph
+        yield str(copy)
 
 
 def _unavailable(response: Any, give_up: float) -> bool:

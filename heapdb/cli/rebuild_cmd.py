@@ -18,6 +18,7 @@ from heapdb.cli.steps import (
     analyse_for_store,
     choose_rules,
     read_with_progress,
+    redact_option,
     refuse_groups_without_rules,
     rules_options,
 )
@@ -74,6 +75,7 @@ def _tag_namer(tag_from: str, tags: Sequence[str] | None, files: Sequence[str]) 
     "--meta", multiple=True, metavar="KEY=VALUE", help="Extra metadata to store with every snapshot (repeatable)."
 )
 @rules_options
+@redact_option
 @click.option("--yes", is_flag=True, help="Replace the database without asking (needed when not on a terminal).")
 @click.option("--json", "as_json", is_flag=True, help="Print the rebuild report as JSON.")
 def rebuild(
@@ -83,6 +85,7 @@ def rebuild(
     meta: tuple[str, ...],
     rules: str | None,
     disabled: tuple[str, ...],
+    redact: bool,
     yes: bool,
     as_json: bool,
 ) -> None:
@@ -128,7 +131,7 @@ def rebuild(
 
     def analyse(path: str) -> tuple[LoadInput, dict[str, Any] | None]:
         _, graph = read_with_progress(path)
-        return analyse_for_store(graph, choice, _say)
+        return analyse_for_store(graph, choice, _say, redact=redact)
 
     started = time.monotonic()
     report = rebuilder.rebuild(list(files), analyse, tag_of, meta=extra, say=_say)

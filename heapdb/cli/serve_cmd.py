@@ -52,14 +52,16 @@ def serve(host: str, port: int, timeout: float | None, workers: int, insecure_no
     """Serve heapdb's questions over HTTP, with OpenAPI docs at /docs.
 
     Neo4j is found as for every command (NEO4J_URI, the config file, else the managed instance).
-    With HEAPDB_API_TOKEN set, every /api call but /api/health needs `Authorization: Bearer <token>`.
+    With HEAPDB_API_TOKEN set, every /api call but /api/health needs `Authorization: Bearer <token>`;
+    with HEAPDB_SCOPED_TOKENS on, the tokens of `heapdb tokens create` are taken too, each reading
+    and writing only the tags its patterns cover.
     Uploads (`heapdb push`, POST /api/snapshots) need HEAPDB_API_WRITE_TOKEN, without which the
     service takes none; HEAPDB_MAX_LOADS, HEAPDB_MAX_QUEUED, HEAPDB_MAX_UPLOAD_BYTES,
     HEAPDB_MIN_FREE_BYTES and HEAPDB_SPOOL_DIR bound them.
     Without it, only a loopback address (127.0.0.1, ::1, localhost) is served: any other --host is
     refused unless --insecure-no-token says that anyone who can reach it may read every snapshot.
     """
-    if not settings.API_TOKEN.get() and not loopback_only(host):
+    if not settings.API_TOKEN.get() and not settings.SCOPED_TOKENS.get() and not loopback_only(host):
         if not insecure_no_token:
             raise ConfigError(
                 f"refusing to serve on {host!r} without HEAPDB_API_TOKEN: anyone who can reach that address "

@@ -29,6 +29,7 @@ from heapdb.progress import bar
 if TYPE_CHECKING:
     from heapdb.db import Database
     from heapdb.loader import analysis
+    from heapdb.loader.redaction import Redaction
     from heapdb.loader.rules import CompiledRules, RuleSet
     from heapdb.loader.store import LoadInput
     from heapdb.loader.store.rulesets import RuleSetRecord
@@ -61,6 +62,38 @@ def rules_options(command: F) -> F:
         "`heapdb rules add`, followed by the runtime's default rules. Without it, the default rules "
         "alone; 'none' for the plain analysis with no rules at all.",
     )(command)
+
+
+def redact_option(command: F) -> F:
+    """``--redact`` (the command receives ``redact``): see :mod:`heapdb.loader.redaction`."""
+    return click.option(
+        "--redact",
+        is_flag=True,
+        help="Replace string contents and primitive values by their length and a keyed hash before "
+        "anything is stored or written (what the rules' [[redact]] rules cover, else everything; "
+        "docs/rules.md). HEAPDB_REDACT=always makes it the default.",
+    )(command)
+
+
+def redact_rules_option(command: F) -> F:
+    """``--rules FILE`` for the commands that only redact (``convert``, ``push``): the command
+    receives ``rules``; :func:`file_redaction` reads it."""
+    return click.option(
+        "--rules",
+        "rules",
+        type=click.Path(exists=True, dir_okay=False),
+        metavar="FILE",
+        help="A rule file whose [[redact]] rules say what --redact covers (its other rules do not apply here).",
+    )(command)
+
+
+def file_redaction(redact: bool, rules: str | None) -> Redaction | None:
+    """What ``convert`` and ``push`` redact (:func:`heapdb.loader.redaction.chosen`), from
+    ``--redact`` and ``--rules FILE``."""
+    from heapdb.loader.redaction import chosen
+    from heapdb.loader.rules import load_rules
+
+    return chosen(redact, None if rules is None else load_rules(rules))
 
 
 def refuse_groups_without_rules(rules: str | None, disabled: tuple[str, ...]) -> None:
@@ -200,18 +233,22 @@ def analysis_options(compiled: CompiledRules) -> dict[str, Any]:
 
 
 def analyse_for_store(
-    graph: HeapGraph, choice: RulesChoice | None, say: Callable[[str], None]
+    graph: HeapGraph, choice: RulesChoice | None, say: Callable[[str], None], *, redact: bool = False
 ) -> tuple[LoadInput, dict[str, Any] | None]:
     """Analyse ``graph`` (under ``choice``'s rules, if any) for a load: what the writer stores, and
     the ``:Snapshot`` properties that record the rules (None for the plain analysis). The stored
-    references (:REF, :WEAK_REF) follow the runtime's own rules either way. Warnings go to ``say``."""
+    references (:REF, :WEAK_REF) follow the runtime's own rules either way. Warnings go to ``say``.
+    What is stored is redacted (:mod:`heapdb.loader.redaction`) when ``redact`` (``--redact``), the
+    rules' ``[[redact]]`` rules or ``HEAPDB_REDACT=always`` say so."""
     from heapdb.loader import analysis
+    from heapdb.loader.redaction import chosen
     from heapdb.loader.rules import compile_rules
     from heapdb.loader.store import LoadInput
 
     rule_set, runtime = (None, None) if choice is None else choice.for_graph(graph)
+    redaction = chosen(redact, rule_set)
     if choice is None or rule_set is None:
-        return LoadInput.from_analysis(graph, analyse_with_progress(graph)), None
+        return LoadInput.from_analysis(graph, analyse_with_progress(graph), redaction=redaction), None
     compiled = compile_rules(rule_set, graph)
     result = analyse_with_progress(graph, **analysis_options(compiled))
     # Under weights, :REF and :WEAK_REF still record the runtime's own rules.
@@ -223,6 +260,7 @@ def analyse_for_store(
         bucket=compiled.bucket if compiled.bucket_names else None,
         bucket_names=compiled.bucket_names,
         look_through=None if compiled.internal is None else analysis.look_through(result, compiled.internal),
+        redaction=redaction,
         **_notes(result, compiled),
     )
     _warn_about_rules(graph, result, compiled, say)

@@ -53,6 +53,22 @@ def safe_strings(strings: Iterable[str]) -> list[str]:
     return out
 
 
+# What a redacted string's content becomes (heapdb.loader.redaction): its length in characters and
+# a keyed hash of it, so that equal contents stay equal. Declared here, beside the other rules about
+# names, because the readers' consumers parse it (a file redacted before it was read).
+_REDACTED = re.compile(r"\[redacted ([0-9]+) chars ([0-9a-f]{16})\]")
+
+
+def redacted_text(length: int, digest: str) -> str:
+    return f"[redacted {length} chars {digest}]"
+
+
+def redacted_parts(text: str) -> tuple[int, str] | None:
+    """A redacted content's (length, hash); None for any other text."""
+    found = _REDACTED.fullmatch(text)
+    return None if found is None else (int(found[1]), found[2])
+
+
 # Strings encoded at once by safe_strings: small enough that the joined batch costs no memory to
 # speak of, large enough that the per-batch overhead vanishes.
 _BATCH = 4096

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from heapdb.loader.formats import StringKinds, named
+from heapdb.loader.formats.text import redacted_parts
 from heapdb.loader.graph import NAMES_CUT, NUMERIC_NAME_KINDS, HeapGraph
 from heapdb.loader.inspections.common import first_targets, string_indexes
 from heapdb.units import human_bytes, short_name
@@ -52,7 +53,7 @@ class StringGroups:
 
     def key(self, g: int) -> str:
         """Group ``g``'s content key: equal in any snapshot that holds the same content."""
-        return f"{int(self.hashes[g, 0]):08x}{int(self.hashes[g, 1]):08x}-{int(self.length[g])}"
+        return content_key(int(self.hashes[g, 0]), int(self.hashes[g, 1]), int(self.length[g]))
 
     @property
     def strings(self) -> int:
@@ -78,14 +79,20 @@ class StringGroups:
         return self.nodes[self.starts[g] : self.starts[g] + self.count[g]]
 
 
-def string_groups(graph: HeapGraph, result: Analysis, kinds: StringKinds | None = None) -> StringGroups | None:
-    """Group ``graph``'s strings by content. None when its format declares no strings (``kinds``
-    overrides the format's declaration)."""
-    kinds = kinds or _kinds(graph)
-    if kinds is None:
-        return None
-    from heapdb.loader.analysis import spread_down  # the kernels load numba: only when a graph is inspected
-    from heapdb.loader.inspections import kernels
+@dataclass(frozen=True)
+class Contents:
+    """Each object's part in its format's strings, and for a string, its whole content's two
+    hashes and length in characters (zero for other objects)."""
+
+    role: np.ndarray  # int8[n]: OTHER, PLAIN, CONCATENATED or SLICED
+    h1: np.ndarray  # int64[n]
+    h2: np.ndarray  # int64[n]
+    length: np.ndarray  # int64[n]
+
+
+def contents(graph: HeapGraph, kinds: StringKinds) -> Contents:
+    """The content hashes of ``graph``'s strings, a concatenation's composed from its parts'."""
+    from heapdb.loader.inspections import kernels  # numba: only when a graph is inspected
 
     role = _roles(graph, kinds)
     first, second, parent = _parts(graph, role)
@@ -94,9 +101,32 @@ def string_groups(graph: HeapGraph, result: Analysis, kinds: StringKinds | None 
     named = np.zeros(graph.node_count, dtype=np.bool_)
     for nodes in (needed, first[first >= 0], second[second >= 0], parent[parent >= 0]):
         named[nodes] = True
-    named_nodes = np.flatnonzero(named)
-    h1, h2, length = _name_hashes(graph, named_nodes)
+    h1, h2, length = _name_hashes(graph, np.flatnonzero(named))
     h1, h2, length = kernels.content_hashes(role, first, second, parent, h1, h2, length)
+    return Contents(role, h1, h2, length)
+
+
+def content_key(h1: int, h2: int, length: int) -> str:
+    """A content's key: equal in any snapshot that holds the same content."""
+    return f"{h1:08x}{h2:08x}-{length}"
+
+
+def key_parts(key: str) -> tuple[int, int, int]:
+    """:func:`content_key`'s (h1, h2, length)."""
+    hashes, _, length = key.partition("-")
+    return int(hashes[:8], 16), int(hashes[8:], 16), int(length)
+
+
+def string_groups(graph: HeapGraph, result: Analysis, kinds: StringKinds | None = None) -> StringGroups | None:
+    """Group ``graph``'s strings by content. None when its format declares no strings (``kinds``
+    overrides the format's declaration)."""
+    kinds = kinds or _kinds(graph)
+    if kinds is None:
+        return None
+    from heapdb.loader.analysis import spread_down  # the kernels load numba: only when a graph is inspected
+
+    found = contents(graph, kinds)
+    role, h1, h2, length = found.role, found.h1, found.h2, found.length
 
     code = np.zeros(len(graph.node_kinds), dtype=np.bool_)
     code[_kind_indexes(graph, kinds.code)] = True
@@ -130,10 +160,12 @@ def _kinds(graph: HeapGraph) -> StringKinds | None:
     return None if declared is None or graph.meta.get(NAMES_CUT) else declared.strings
 
 
-def text_of(graph: HeapGraph, nodes: Sequence[int], chars: int, kinds: StringKinds) -> list[str]:
-    """The contents of the strings ``nodes``, each cut to ``chars`` characters."""
+def text_of(graph: HeapGraph, nodes: Sequence[int], chars: int | Sequence[int], kinds: StringKinds) -> list[str]:
+    """The contents of the strings ``nodes``, each cut to ``chars`` characters (one number for all,
+    or one per node)."""
     role = _roles(graph, kinds)
-    return [_text(graph, role, int(node), chars) for node in nodes]
+    cuts = [chars] * len(nodes) if isinstance(chars, int) else chars
+    return [_text(graph, role, int(node), int(cut)) for node, cut in zip(nodes, cuts, strict=True)]
 
 
 def _text(graph: HeapGraph, role: np.ndarray, node: int, chars: int) -> str:
@@ -263,15 +295,17 @@ def _report(
     owners = _owners(grouped, result, graph, order)
     values = text_of(graph, grouped.first[order].tolist(), VALUE_CHARS, kinds)
     rows = tuple(
-        DuplicateString(
-            key=grouped.key(int(g)),
-            value=values[i],
-            length=int(grouped.length[g]),
-            count=int(grouped.count[g]),
-            retained_size=int(grouped.retained_size[g]),
-            wasted=round(float(wasted[g])),
-            example_id=int(graph.ids[grouped.first[g]]),
-            owners=owners[i],
+        _as_redacted(
+            DuplicateString(
+                key=grouped.key(int(g)),
+                value=values[i],
+                length=int(grouped.length[g]),
+                count=int(grouped.count[g]),
+                retained_size=int(grouped.retained_size[g]),
+                wasted=round(float(wasted[g])),
+                example_id=int(graph.ids[grouped.first[g]]),
+                owners=owners[i],
+            )
         )
         for i, g in enumerate(order)
     )
@@ -286,6 +320,16 @@ def _report(
         sort=sort,
         rows=rows,
     )
+
+
+def _as_redacted(row: DuplicateString) -> DuplicateString:
+    """A row whose content is a redaction's placeholder (a file redacted before it was read) gets
+    the length and hash the placeholder keeps: the figures a redacting load of the original gives."""
+    parts = redacted_parts(row.value)
+    if parts is None:
+        return row
+    length, digest = parts
+    return dataclasses.replace(row, key=f"{digest}-{length}", length=length)
 
 
 def _owners(
@@ -340,7 +384,16 @@ def _roles(graph: HeapGraph, kinds: StringKinds) -> np.ndarray:
     role = np.zeros(len(graph.node_kinds), dtype=np.int8)
     for value, names in ((PLAIN, kinds.plain), (CONCATENATED, kinds.concatenated), (SLICED, kinds.sliced)):
         role[_kind_indexes(graph, names)] = value
-    return role[graph.kind]
+    role = role[graph.kind]
+    # A redaction names a concatenation by its whole content's placeholder, which its parts'
+    # placeholders, joined, are not: it is then a plain string (in any format: V8's own files, a
+    # redacted one among them, have no place to say they were redacted).
+    joined = np.flatnonzero(role == CONCATENATED)
+    if joined.size:
+        texts = np.unique(graph.name[joined])
+        placeholders = texts[[redacted_parts(graph.strings[i]) is not None for i in texts.tolist()]]
+        role[joined[np.isin(graph.name[joined], placeholders)]] = PLAIN
+    return role
 
 
 _PART_NAMES = ("first", "second", "parent")
@@ -371,26 +424,32 @@ def _name_hashes(graph: HeapGraph, nodes: np.ndarray) -> tuple[np.ndarray, np.nd
     length = np.zeros(graph.node_count, dtype=np.int64)
     if not nodes.size:
         return h1, h2, length
-    from heapdb.loader.inspections import kernels
-
     used = np.zeros(len(graph.strings), dtype=np.bool_)
     used[graph.name[nodes]] = True
     names = np.flatnonzero(used)
     which = (np.cumsum(used) - 1)[graph.name[nodes]]
-    n1 = np.zeros(names.size, dtype=np.int64)
-    n2 = np.zeros(names.size, dtype=np.int64)
-    lengths = np.zeros(names.size, dtype=np.int64)
-    # A buffer of code points per block of names, so that the buffer stays small; lone surrogates
-    # (JSON allows them) pass as themselves.
-    for lo in range(0, names.size, _NAMES_PER_BLOCK):
-        texts = [graph.strings[i] for i in names[lo : lo + _NAMES_PER_BLOCK]]
-        block = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
-        points = np.frombuffer("".join(texts).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-        hi = lo + len(texts)
-        n1[lo:hi], n2[lo:hi] = kernels.polynomial_hashes(points, np.cumsum(block))
-        lengths[lo:hi] = block
+    n1, n2, lengths = text_hashes([graph.strings[i] for i in names.tolist()])
     h1[nodes], h2[nodes], length[nodes] = n1[which], n2[which], lengths[which]
     return h1, h2, length
+
+
+def text_hashes(texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each text's two content hashes and its length in characters (int64 arrays)."""
+    from heapdb.loader.inspections import kernels
+
+    n1 = np.zeros(len(texts), dtype=np.int64)
+    n2 = np.zeros(len(texts), dtype=np.int64)
+    lengths = np.zeros(len(texts), dtype=np.int64)
+    # A buffer of code points per block of names, so that the buffer stays small; lone surrogates
+    # (JSON allows them) pass as themselves.
+    for lo in range(0, len(texts), _NAMES_PER_BLOCK):
+        block_texts = texts[lo : lo + _NAMES_PER_BLOCK]
+        block = np.fromiter((len(t) for t in block_texts), dtype=np.int64, count=len(block_texts))
+        points = np.frombuffer("".join(block_texts).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+        hi = lo + len(block_texts)
+        n1[lo:hi], n2[lo:hi] = kernels.polynomial_hashes(points, np.cumsum(block))
+        lengths[lo:hi] = block
+    return n1, n2, lengths
 
 
 def _largest_per_group(number: np.ndarray, retained: np.ndarray, ids: np.ndarray) -> np.ndarray:

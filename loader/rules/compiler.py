@@ -31,6 +31,7 @@ from heapdb.loader.rules.model import (
     ObjectSelector,
     OwnsRule,
     PatternKind,
+    RedactRule,
     ReferenceSelector,
     Rule,
     RuleSet,
@@ -96,7 +97,8 @@ def compile_rules(rule_set: RuleSet, graph: HeapGraph) -> CompiledRules:
     transient: np.ndarray | None = None
     known_leak: np.ndarray | None = None
     verdict: np.ndarray | None = None
-    rules = rule_set.enabled_rules()
+    # Redaction rules say what a load keeps out of the store, not how the analysis runs.
+    rules = tuple(r for r in rule_set.enabled_rules() if not isinstance(r, RedactRule))
     hits = []
     for rule in rules:
         if isinstance(rule, (IgnoreRule, WeakRule, OwnsRule)):

@@ -200,6 +200,18 @@ class VerdictRule(Rule):
 
 
 @dataclass(frozen=True)
+class RedactRule(Rule):
+    """What a redacting load, convert or push replaces before anything is stored or written
+    (:mod:`heapdb.loader.redaction`): the contents of the string objects ``strings`` matches (and
+    references named by a matching text), and with ``values`` every primitive value (a Java
+    object's fields, a primitive array's elements). Types, field names and code stay."""
+
+    strings: Match | None = None
+    names: Match | None = None  # reference names covered (a map keyed by e-mail addresses)
+    values: bool = False
+
+
+@dataclass(frozen=True)
 class Group:
     """A named set of rules that can be switched off as a whole."""
 
@@ -281,3 +293,7 @@ class RuleSet:
     @property
     def verdicts(self) -> tuple[VerdictRule, ...]:
         return tuple(r for r in self.enabled_rules() if isinstance(r, VerdictRule))
+
+    @property
+    def redactions(self) -> tuple[RedactRule, ...]:
+        return tuple(r for r in self.enabled_rules() if isinstance(r, RedactRule))

@@ -4,6 +4,9 @@ Every problem raises :class:`~heapdb.errors.RuleError` naming the file, a line a
 there. TOML syntax errors carry their own line; for the rest (an unknown rule kind, a bad regex, a
 weight out of range, a missing key) :class:`_Locator` finds the line of the offending table or key in
 the text, since ``tomllib`` returns plain dicts without positions.
+
+Why this module is long: it checks every rule kind's keys and values, each problem with its line;
+the checks share the locator and the error wording, which a split would pass between modules.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from heapdb.loader.rules.model import (
     OwnsRule,
     Pattern,
     PatternKind,
+    RedactRule,
     ReferenceSelector,
     Rule,
     RuleSet,
@@ -61,6 +65,7 @@ RULE_KEYS: dict[str, tuple[str, ...]] = {
     "transient": ("object",),
     "known_leak": ("reason", "link", "object", *REFERENCE_KEYS),
     "verdict": ("note", "object", *REFERENCE_KEYS),
+    "redact": ("strings", "names", "values"),
 }
 RULE_KINDS = tuple(RULE_KEYS)
 GATE_KEYS = ("max_growth", "min_bytes", "fail_on")
@@ -346,6 +351,8 @@ class _Parser:
                 )
             return OwnsRule(line, group, references, weight)
 
+        if kind == "redact":
+            return self.redact(table, line, group, where)
         objects = self.object_selector(kind, table["object"], where, ("object",)) if "object" in table else None
         if kind == "internal":
             if objects is None:
@@ -375,6 +382,21 @@ class _Parser:
             return KnownLeakRule(line, group, reason, objects, references, link)
         note = self.text_value(kind, table, "note", where)
         return VerdictRule(line, group, note, objects, references)
+
+    def redact(self, table: dict[str, Any], line: int, group: str, where: Where) -> RedactRule:
+        strings, names = (
+            self.match("redact", table[k], where, (k,)) if k in table else None for k in ("strings", "names")
+        )
+        values = table.get("values", False)
+        if not isinstance(values, bool):
+            self.fail(f"redact: values: expected true or false, got {_show(values)}", where(("values",)))
+        if strings is None and names is None and not values:
+            self.fail(
+                "redact: expected `strings` (the string contents it covers), `names` (reference names) "
+                "and/or `values = true`",
+                line,
+            )
+        return RedactRule(line, group, strings, names, values)
 
     def text_value(self, kind: str, table: dict[str, Any], key: str, where: Where) -> str:
         if key not in table:

@@ -26,6 +26,7 @@ from heapdb.loader.inspections.dom import DOM_TOTALS, DetachedDom, detached_dom
 from heapdb.loader.inspections.react import REACT_TOTALS, UnmountedFibers, unmounted_fibers
 from heapdb.loader.inspections.strings import STRING_TOTALS, DuplicateStrings, stored_strings
 from heapdb.loader.paths import FirstPaths, first_paths, path_hops
+from heapdb.loader.redaction import Redaction, redact_graph, redacted_strings
 from heapdb.loader.rules.summary import bucket_totals
 from heapdb.loader.store.bulk import NULL
 from heapdb.loader.store.listings import DroppedReferences, TypeListing
@@ -118,12 +119,20 @@ class LoadInput:
         known_leak: np.ndarray | None = None,
         verdict: np.ndarray | None = None,
         notes: tuple[str, ...] = (),
+        redaction: Redaction | None = None,
     ) -> LoadInput:
         """The load of ``result``. For an analysis under rules, ``retaining`` is the mask of the
         references that retain under the runtime's own rules (what :REF and :WEAK_REF record, which
         rules never change), while the first paths follow the rules (``result.retaining``, and
         ``result.transient``: what the distances followed last, first paths follow last too); the
-        default is ``result.retaining`` for both."""
+        default is ``result.retaining`` for both.
+
+        With a ``redaction``, the duplicate strings are worked out from the whole contents, then
+        everything else from the redacted graph, which is what the load stores."""
+        strings = stored_strings(graph, result)
+        if redaction is not None:
+            strings = None if strings is None else redacted_strings(strings, graph, redaction)
+            graph = redact_graph(graph, redaction)
         paths = first_paths(graph, result.retaining, result.transient)
         return cls(
             graph=graph,
@@ -141,7 +150,7 @@ class LoadInput:
             verdict=verdict,
             notes=notes,
             rules_dropped=None if retaining is None else np.flatnonzero(retaining & ~result.retaining),
-            strings=stored_strings(graph, result),
+            strings=strings,
             dom=detached_dom(graph, result, paths, source=""),
             react=unmounted_fibers(graph, result, paths, source=""),
             stale=_stale(graph, result, paths),

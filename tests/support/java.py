@@ -16,6 +16,21 @@ def compile_java(out: Path, *sources: str, classpath: Path | None = None) -> Pat
     return out
 
 
+def dump_program(classes: Path, main: str, dump: Path, *args: str) -> list[str]:
+    """Run the class ``main`` until it prints "ready <pid> ...", dump its live heap to ``dump`` with
+    ``jcmd`` and return the words of that line after the pid."""
+    proc = subprocess.Popen(["java", "-Xmx64m", "-cp", str(classes), main, *args], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        words = proc.stdout.readline().split()
+        assert words[:1] == ["ready"], words
+        subprocess.run(["jcmd", words[1], "GC.heap_dump", str(dump)], check=True, timeout=60, capture_output=True)
+        return words[2:]
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def dump_leak(classes: Path, sessions: int, dump: Path, *, everything: bool) -> str:
     """Run Leak with ``sessions`` leaked sessions, write its heap to ``dump`` and return the class
     histogram taken right after. ``everything``: ``-all``, no GC first (garbage and weakly held objects

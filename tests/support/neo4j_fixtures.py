@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from heapdb import config, db, neo4j_server
+from heapdb import config, db, neo4j_server, settings
 from heapdb.queries.questions import Questions
 from tests.support.snapshots import Loaded, load_snapshot
 from tests.support.tiers import needs
@@ -30,9 +30,14 @@ LEAK_LABELS = ("baseline", "target", "final")  # tests.support.v8_fixtures.leak_
 def isolated_heapdb_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """Point heapdb's XDG directories at a temporary home for the whole session."""
     home = tmp_path_factory.mktemp("heapdb-home")
-    saved = {k: os.environ.get(k) for k in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", *CONNECTION_VARIABLES)}
+    saved = {
+        k: os.environ.get(k) for k in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", settings.WARM_UP.name, *CONNECTION_VARIABLES)
+    }
     os.environ["XDG_DATA_HOME"] = str(home / "data")
     os.environ["XDG_CONFIG_HOME"] = str(home / "config")
+    # No start-up warm-up in the services the tests start: it would read every snapshot the other
+    # tests left, in the background of each (tests/test_service_warmup.py asks for it).
+    os.environ[settings.WARM_UP.name] = "0"
     for variable in CONNECTION_VARIABLES:
         os.environ.pop(variable, None)  # the tests use the managed instance, whatever the shell says
     yield home

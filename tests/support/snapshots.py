@@ -44,3 +44,14 @@ def load_snapshot(database: Database, path: Path, label: str, meta: dict[str, st
     tag = f"test-{label}-{uuid.uuid4().hex[:8]}"
     store.load(database, store.LoadInput.from_analysis(graph, result), tag, meta=meta)
     return Loaded(tag, graph, result)
+
+
+def load_synthetic(database: Database, label: str, objects: int, references: int, seed: int) -> Loaded:
+    """A synthetic heap (``heapgen.synth``) of that size, analysed and loaded as :func:`load_snapshot` loads a file."""
+    from heapgen.synth import synth_graph
+
+    graph = synth_graph(objects, references, seed=seed)
+    result = analysis.analyze(graph)
+    tag = f"test-{label}-{uuid.uuid4().hex[:8]}"
+    store.load(database, store.LoadInput.from_analysis(graph, result), tag)
+    return Loaded(tag, graph, result)

@@ -39,6 +39,7 @@ __all__ = [
     "run_memlab_strings",
     "write_closure_cache_snapshots",
     "write_duplicate_strings_snapshot",
+    "write_secrets_snapshot",
     "write_leak_snapshot",
     "write_leak_snapshots",
 ]
@@ -52,6 +53,7 @@ write_leak_snapshots = needs("node")(node.write_leak_snapshots)
 write_leak_snapshot = needs("node")(node.write_leak_snapshot)
 write_closure_cache_snapshots = needs("node")(node.write_closure_cache_snapshots)
 write_duplicate_strings_snapshot = needs("node")(node.write_duplicate_strings_snapshot)
+write_secrets_snapshot = needs("node")(node.write_secrets_snapshot)
 
 
 @dataclass
