@@ -52,8 +52,8 @@ def memlab(path: Path, analysis: str) -> dict[str, Any]:
     return done
 
 
-EVERY_INSPECTION = ("--strings", "--dom", "--react", "--stale")  # what a load computes
-MEMLAB_ANALYSES = ("string", "detached-DOM", "unmounted-fiber-node", "collections-with-stale")
+EVERY_INSPECTION = ("--strings", "--dom", "--react", "--stale", "--fill", "--dup-objects")  # what a load computes
+MEMLAB_ANALYSES = ("string", "detached-DOM", "unmounted-fiber-node", "collections-with-stale", "object-shallow")
 
 
 def main() -> None:
@@ -104,7 +104,7 @@ def in_process(path: Path, repeat: int) -> dict[str, float]:
     import time
 
     from heapdb.loader import analysis, formats
-    from heapdb.loader.inspections import collections, dom, react, strings
+    from heapdb.loader.inspections import collections, dom, fill, lifecycles, objects, react, strings
     from heapdb.loader.paths import first_paths
 
     graph = formats.read_graph(path)
@@ -122,6 +122,10 @@ def in_process(path: Path, repeat: int) -> dict[str, float]:
         "detached DOM": lambda: dom.detached_dom(graph, result, paths, source=""),
         "unmounted React components": lambda: react.unmounted_fibers(graph, result, paths, source=""),
         "collections holding stale objects": stale,
+        "collections by fill": lambda: fill.collection_fill(graph, result, paths, source=""),
+        "duplicate objects": lambda: objects.stored_objects(graph, result),
+        # Nothing on a V8 file (the format shows no Java classes); see benchmarks.lifecycles for hprof.
+        "objects past their lifecycle": lambda: lifecycles.lifecycle_leaks(graph, result, paths, source=""),
     }
     timings: dict[str, float] = {}
     for name, step in steps.items():

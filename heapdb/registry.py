@@ -354,6 +354,27 @@ QUESTIONS: tuple[Question, ...] = (
         lists=("rows",),
     ),
     Question(
+        "unbound",
+        SERIES,
+        "Collections, objects and shapes that grew at every step across three or more loaded snapshots of one "
+        "process (TAGS, oldest first), with their series (memlab's `unbound-collection`, `unbound-object` and "
+        "`unbound-shape`).",
+        ask="unbound",
+        params="Unbound",
+        text="heapdb.loader.inspections.unbound:unbound_growth_text",
+        route="/unbound",
+        help="Follows each object by id (V8 ids of one process): Maps, Sets, WeakMaps and WeakSets by their "
+        "table's references, Arrays and plain Objects by their own; objects of kind object, closure or regexp by "
+        "retained size; shapes by their objects, counted at load. --rule memlab applies memlab's own rule; "
+        "`heapdb analyze FILE --unbound LATER` answers the same from files "
+        '(docs/analysis.md, "Unbound growth").',
+        agent="Each collection and object row has its `id` (in the last snapshot: pass it to `why`) and its "
+        "`series`, one figure per snapshot (-1: absent there); each shape its `counts` and `sizes`. A collection "
+        "or object that grew at every step is a leak's usual holder.",
+        lists=("collection_rows", "object_rows", "shape_rows"),
+        reads=("objects", "references"),
+    ),
+    Question(
         "suspects",
         SNAPSHOT,
         "Leak suspects in one snapshot, as Eclipse MAT finds them: objects and types retaining a big share "
@@ -410,6 +431,25 @@ QUESTIONS: tuple[Question, ...] = (
         lists=("rows",),
     ),
     Question(
+        "dup-objects",
+        SNAPSHOT,
+        "Duplicate objects: contents held by more than one object, the most wasteful first, with their copies, "
+        "bytes and the types that own them (V8: memlab's `object-shallow` analysis, number for number; Java: "
+        "primitive arrays with equal elements).",
+        ask="dup_objects",
+        params="DupObjects",
+        text="heapdb.loader.inspections.objects:duplicate_objects_text",
+        route="/dup-objects",
+        help="Computed at load for V8 snapshots (an object's class and its properties' shallow values: strings "
+        "whole, other objects by id) and Java heap dumps (primitive arrays by type and elements), so it answers at "
+        "once; `heapdb analyze FILE --dup-objects` lists the same from a file "
+        '(docs/analysis.md, "Duplicate objects").',
+        agent="Each row is one content: `count` copies of class `type` whose content reads `value`; `wasted` is "
+        "what all copies but one retain, `example_id` one copy (pass it to `why`), `owners` the types whose objects "
+        "hold the copies. Share one copy, or build it once. The totals cover every object compared.",
+        lists=("rows",),
+    ),
+    Question(
         "dom",
         SNAPSHOT,
         "Detached DOM: the browser's DOM objects no document holds any more, grouped by the path that keeps "
@@ -459,6 +499,43 @@ QUESTIONS: tuple[Question, ...] = (
         "detached DOM or unmounted fibers (`stale_ids`, the first ten), retaining `stale_size`; `path` is what "
         "holds the collection. Removing those entries frees them.",
         lists=("rows",),
+    ),
+    Question(
+        "fill",
+        SNAPSHOT,
+        "Empty, sparse and low-fill collections: per collection type how many are empty and how full they are "
+        "(a histogram of size over capacity), and the collections whose unused capacity takes most bytes, with "
+        "what holds them (Eclipse MAT's collection fill ratio, empty collections and array fill ratio).",
+        ask="fill",
+        params="Fill",
+        text="heapdb.loader.inspections.fill:collection_fill_text",
+        route="/fill",
+        help="Computed at load for Java (hprof: its collections and object arrays) and V8 snapshots (Maps, Sets "
+        "and Arrays), so it answers at once; `heapdb analyze FILE --fill` lists the same from a file "
+        '(docs/analysis.md, "Empty and low-fill collections").',
+        agent="`types`: per type, `count` collections, `empty` holding nothing, `histogram` of fill ratios (0%, then "
+        "tenths up to 100%), `wasted` bytes of unused capacity. Each row is one collection (`id`, pass it to `why` "
+        "or `object`) holding `size` of the `capacity` it has room for; `path` is what holds it. Size it to what "
+        "it holds, or create it on first use.",
+        lists=("types", "rows"),
+    ),
+    Question(
+        "lifecycles",
+        SNAPSHOT,
+        "Java and Android objects past their lifecycle (destroyed Activities, detached Views, Fragments no "
+        "manager holds...), grouped by the references suspected of keeping them, as LeakCanary's Shark labels them.",
+        ask="lifecycles",
+        params="Lifecycles",
+        text="heapdb.loader.inspections.lifecycles:lifecycle_leaks_text",
+        route="/lifecycles",
+        help="Computed at load for hprof dumps, so it answers at once; `heapdb analyze FILE --lifecycles` lists the "
+        "same from a file. The rules are data: heapdb's own, and a team's file named by HEAPDB_LIFECYCLES "
+        '(docs/analysis.md, "Java and Android leak status"). `heapdb why` labels a Java path\'s objects the same way.',
+        agent="Each group is one bug: its `objects` leaking objects (of `types`) are held through the same `suspects` "
+        "references, one of which should have been cleared; `trace` is the example's (`example_id`) path, each "
+        "object LEAKING, NOT_LEAKING or UNKNOWN with its `reason`, `suspect` on the references to look at. "
+        "`nested` counts leaking objects held through another leaking one (fixed with it).",
+        lists=("groups",),
     ),
     Question(
         "gate",

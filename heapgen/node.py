@@ -119,10 +119,23 @@ def write_closure_cache_snapshots(out_dir: str | os.PathLike[str], first: int, l
 def write_duplicate_strings_snapshot(out_dir: str | os.PathLike[str]) -> Path:
     """Run ``dup_strings.js``: 3,000 copies of one 1.6 kB configuration text, and equal greetings
     built by differently shaped concatenations. The snapshot's path."""
+    return _write_one_snapshot(out_dir, "dup_strings.js", "dup-strings.heapsnapshot")
+
+
+def write_duplicate_objects_snapshot(out_dir: str | os.PathLike[str]) -> Path:
+    """Run ``dup_objects.js``: 2,000 copies of one settings object, and objects equal or not by
+    memlab's object-shallow rule (property order, heap numbers, concatenations, dictionaries). The
+    snapshot's path."""
+    return _write_one_snapshot(out_dir, "dup_objects.js", "dup-objects.heapsnapshot")
+
+
+def _write_one_snapshot(out_dir: str | os.PathLike[str], script_name: str, file_name: str) -> Path:
+    """Run the program ``script_name`` (beside leak.js), which writes one snapshot to its argument
+    and prints {"path"}; the snapshot's path."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    script = LEAK_SCRIPT.with_name("dup_strings.js")
-    stdout = run_node(["--expose-gc", str(script), str(out / "dup-strings.heapsnapshot")], "dup_strings.js", 120)
+    script = LEAK_SCRIPT.with_name(script_name)
+    stdout = run_node(["--expose-gc", str(script), str(out / file_name)], script_name, 120)
     return Path(json.loads(stdout)["path"])
 
 

@@ -20,6 +20,8 @@ Types, field names, function names and source locations stay: they are the progr
 The duplicate strings a load stores are worked out from the whole contents first, then their
 texts get the same placeholders (:func:`redacted_strings`), so their answers equal an unredacted
 load's but for the text, and a redacted file's (:func:`redact_graph`) equal both.
+The duplicate objects are worked out from the whole contents too, then shown as the redacted graph
+shows them, keyed by a keyed hash (:func:`redacted_objects`).
 
 The key comes from ``HEAPDB_REDACT_KEY``, else from a key file made once in heapdb's config
 directory; a team sets the variable everywhere it loads so that its builds hash alike. A graph
@@ -46,6 +48,7 @@ from heapdb.loader.formats import StringKinds, named
 from heapdb.loader.formats.text import redacted_parts, redacted_text
 from heapdb.loader.graph import NUMERIC_NAME_KINDS, REDACTED, HeapGraph
 from heapdb.loader.inspections import strings
+from heapdb.loader.inspections.objects import DuplicateObjects, shown_as
 from heapdb.loader.inspections.strings import DuplicateStrings
 from heapdb.loader.rules.model import Match, Pattern, PatternKind, RuleSet
 from heapdb.loader.values import TYPES, FieldValues
@@ -324,3 +327,16 @@ def redacted_strings(report: DuplicateStrings, graph: HeapGraph, redaction: Reda
             row = dataclasses.replace(row, value=redacted_text(length, digest), key=f"{digest}-{length}")
         rows.append(row)
     return dataclasses.replace(report, rows=tuple(rows))
+
+
+def redacted_objects(report: DuplicateObjects, redacted: HeapGraph, redaction: Redaction) -> DuplicateObjects:
+    """``report`` (worked out from the whole contents, before redaction) with each content's text
+    read from the ``redacted`` graph (its strings' placeholders, no values where they were dropped)
+    and its key a keyed hash: a short secret in an array or a property cannot be found from the
+    key by hashing guesses. The figures stay an unredacted load's."""
+
+    def keyed(key: str) -> str:
+        h1, h2, size = strings.key_parts(key)
+        return f"{redaction.digest(h1, h2, size)}-{size}"
+
+    return shown_as(report, redacted, keyed)

@@ -26,7 +26,7 @@ from pydantic.fields import FieldInfo
 from heapdb import settings
 from heapdb.errors import ParameterError
 from heapdb.gatecheck import GateCheck
-from heapdb.loader.inspections import collections, dom, react, strings
+from heapdb.loader.inspections import collections, dom, fill, lifecycles, react, strings, unbound
 from heapdb.queries.ignoring import parse_all
 from heapdb.units import parse_threshold
 
@@ -226,6 +226,28 @@ class Growth(Params):
     limit: int = Field(50, ge=1, le=MAX_GROUP_LIMIT, description="Rows to show.")
 
 
+class Unbound(Params):
+    stored = ("unbound-objects",)
+    rule: Literal["every-step", "memlab"] = Field(
+        "every-step",
+        description="every-step: present in every snapshot and larger at each step; memlab: memlab's own rule "
+        "(collections and objects whose figure changed at all, shapes that never shrank and grew once).",
+    )
+    limit: int = Field(unbound.SHOWN, ge=1, le=MAX_LIMIT, description="Collections, objects and shapes to show, each.")
+    min_retained: int = Field(
+        unbound.MIN_RETAINED,
+        ge=0,
+        le=2**40,
+        description="Objects must retain at least this many bytes in the last snapshot (memlab's 10 KiB).",
+    )
+    min_objects: int = Field(
+        unbound.MIN_OBJECTS,
+        ge=1,
+        le=2**40,
+        description="Shapes must have at least this many objects in the last snapshot (memlab's 1,000).",
+    )
+
+
 class Suspects(Params):
     stored = ("suspects", "suspect-types")
     share: float = Field(0.1, gt=0, le=1, description="Report what retains at least this share of the reachable heap.")
@@ -305,10 +327,25 @@ class Strings(Params):
     )
 
 
+class DupObjects(Strings):
+    """The duplicate strings' ranking and limit, over objects' contents (objects.KEPT is strings')."""
+
+    stored = ("duplicate-objects",)
+
+
 class Dom(Params):
     stored = ("detached-dom",)
     limit: int = Field(
         20, ge=1, le=dom.KEPT, description=f"How many holder paths (a load keeps the {dom.KEPT} largest)."
+    )
+
+
+class Lifecycles(Params):
+    limit: int = Field(
+        20,
+        ge=1,
+        le=lifecycles.KEPT,
+        description=f"How many groups of leaking objects (a load keeps the {lifecycles.KEPT} retaining most).",
     )
 
 
@@ -318,6 +355,15 @@ class Stale(Params):
         ge=1,
         le=collections.KEPT,
         description=f"How many collections (a load keeps the {collections.KEPT} with the most stale bytes).",
+    )
+
+
+class Fill(Params):
+    limit: int = Field(
+        20,
+        ge=1,
+        le=fill.KEPT,
+        description=f"How many collections (a load keeps the {fill.KEPT} whose unused capacity takes most bytes).",
     )
 
 

@@ -19,9 +19,11 @@ from heapdb.queries.browse import BrowseQuestions
 from heapdb.queries.compare import CompareQuestions
 from heapdb.queries.gate import GateQuestions
 from heapdb.queries.gate_runs import GateRunQuestions
+from heapdb.queries.lifecycle import LifecycleQuestions
 from heapdb.queries.params import MAX_LIMIT
 from heapdb.queries.results import ObjectInfo
 from heapdb.queries.suspects import SuspectQuestions
+from heapdb.queries.unbound import UnboundQuestions
 
 
 class DominatedLargest(NamedTuple):
@@ -31,7 +33,15 @@ class DominatedLargest(NamedTuple):
     largest: list[ObjectInfo]  # largest retained size first
 
 
-class Questions(BrowseQuestions, CompareQuestions, GateQuestions, GateRunQuestions, SuspectQuestions):
+class Questions(
+    BrowseQuestions,
+    CompareQuestions,
+    GateQuestions,
+    GateRunQuestions,
+    LifecycleQuestions,
+    SuspectQuestions,
+    UnboundQuestions,
+):
     """Every question, bound to one database, a per-query timeout and optionally a cache:
     ``Questions(database).why_alive("build123", 4711)``."""
 

@@ -19,6 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, TypeVar
 
+from heapdb.loader.inspections.leak_status import PathLabels
+
 T = TypeVar("T")
 
 
@@ -109,6 +111,9 @@ class WhyAlive:
     target: ObjectInfo
     paths: list[RetainerPath]
     ignored: dict[str, list[Any]] = field(default_factory=dict)
+    # Java snapshots (hprof): each path's objects labelled LEAKING / NOT_LEAKING / UNKNOWN with a
+    # reason, and its suspect references (heapdb.queries.lifecycle.path_labels); None for others.
+    leak_status: tuple[PathLabels, ...] | None = None
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,11 @@
 """Questions about one snapshot: an object and its neighbours, why it is alive, what dominates it,
-what it retains, what retains most, and totals per type."""
+what it retains, what retains most, and totals per type.
+
+Why this module is long: it also reads back every inspection a load stores (duplicate strings and
+objects, detached DOM, React, collections), each a few lines of turning stored rows into the
+inspection's own result, with the one message per inspection that says why one is missing; apart,
+those would be many small modules repeating the same reading of a snapshot.
+"""
 
 from __future__ import annotations
 
@@ -13,12 +19,15 @@ from heapdb.loader.graph import SYNTHETIC_KIND
 from heapdb.loader.inspections.collections import STALE_TOTALS, StaleCollection, StaleCollections
 from heapdb.loader.inspections.common import ObjectRow
 from heapdb.loader.inspections.dom import DOM_TOTALS, DetachedDom, DetachedGroup, shows_dom
+from heapdb.loader.inspections.fill import FILL_TOTALS, CollectionFill, FillRow, FillType, shows_fill
+from heapdb.loader.inspections.objects import OBJECT_TOTALS, DuplicateObject, DuplicateObjects, shows_objects
 from heapdb.loader.inspections.react import REACT_TOTALS, UnmountedComponent, UnmountedFibers
 from heapdb.loader.inspections.strings import STRING_TOTALS, DuplicateString, DuplicateStrings, StringOwner
 from heapdb.loader.store import DroppedReferences, Snapshot
 from heapdb.loader.values import decode
 from heapdb.queries import ignoring, params
 from heapdb.queries.base import Asking, SnapshotRef
+from heapdb.queries.lifecycle import path_labels
 from heapdb.queries.params import MAX_LIMIT
 from heapdb.queries.results import (
     DominatorChain,
@@ -61,16 +70,35 @@ class SnapshotQuestions(Asking):
                             k: r[k]
                             for k in ("key", "value", "length", "count", "retained_size", "wasted", "example_id")
                         },
-                        owners=tuple(
-                            StringOwner(type=t, copies=c, example_id=e)
-                            for t, c, e in zip(r["owner_types"], r["owner_copies"], r["owner_example_ids"], strict=True)
-                        ),
+                        owners=_owners(r),
                     )
                     for r in rows
                 ),
             )
 
         return self._cached(snapshot, ("strings", p), compute)
+
+    def dup_objects(self, ref: SnapshotRef, p: params.DupObjects = params.DupObjects()) -> DuplicateObjects:
+        """The duplicated object contents the load stored, first by ``p.sort`` (stored query
+        ``duplicate-objects``), as :func:`heapdb.loader.inspections.objects.duplicate_objects` lists a
+        file's; :class:`NotComputed` where the load did not compute them."""
+        snapshot = self.snapshot(ref)
+        totals = snapshot.objects
+        if totals is None:
+            raise objects_not_computed(snapshot)
+
+        def compute() -> DuplicateObjects:
+            rows = self._run("duplicate-objects", tag=snapshot.tag, sort=p.sort, limit=p.limit)
+            shown = ("key", "type", "value", "size", "count", "retained_size", "wasted", "example_id")
+            return DuplicateObjects(
+                source=snapshot.tag,
+                rule=str(totals["rule"]),
+                **{f: int(totals[f]) for f in OBJECT_TOTALS if f != "rule"},
+                sort=p.sort,
+                rows=tuple(DuplicateObject(**{k: r[k] for k in shown}, owners=_owners(r)) for r in rows),
+            )
+
+        return self._cached(snapshot, ("dup-objects", p), compute)
 
     def dom(self, ref: SnapshotRef, p: params.Dom = params.Dom()) -> DetachedDom:
         """The detached DOM the load stored, its largest holder paths first (stored query
@@ -106,6 +134,19 @@ class SnapshotQuestions(Asking):
             raise dom_not_computed(snapshot, "collections-with-stale")
         rows = tuple(StaleCollection(**{**r, "stale_ids": tuple(r["stale_ids"])}) for r in stored["rows"])
         return StaleCollections(source=snapshot.tag, **{f: int(stored[f]) for f in STALE_TOTALS}, rows=rows[: p.limit])
+
+    def fill(self, ref: SnapshotRef, p: params.Fill = params.Fill()) -> CollectionFill:
+        """The collections by fill that the load stored: per type, and the collections whose unused
+        capacity takes most bytes, as :func:`heapdb.loader.inspections.fill.collection_fill` lists a
+        file's; :class:`NotComputed` where the load did not compute them."""
+        snapshot = self.snapshot(ref)
+        stored = snapshot.fill
+        if stored is None:
+            raise fill_not_computed(snapshot)
+        types = tuple(FillType(**{**t, "histogram": tuple(t["histogram"])}) for t in stored["types"])
+        rows = tuple(FillRow(**r) for r in stored["rows"])
+        totals = {f: int(stored[f]) for f in FILL_TOTALS}
+        return CollectionFill(source=snapshot.tag, **totals, types=types, rows=rows[: p.limit])
 
     def _inspection(
         self,
@@ -258,7 +299,8 @@ class SnapshotQuestions(Asking):
             paths += self._independent_paths(snapshot, object_id, avoid, first, p.k - 1)
             if len(paths) < p.k:
                 paths += self._paths_via_other_holders(snapshot, target, avoid, paths, p.k - len(paths))
-        return WhyAlive(tag=snapshot.tag, target=target, paths=paths, ignored=ignored)
+        labels = path_labels(self, snapshot, paths)  # Java snapshots only: others' answers stay as they were
+        return WhyAlive(tag=snapshot.tag, target=target, paths=paths, ignored=ignored, leak_status=labels)
 
     def _independent_paths(
         self, snapshot: Snapshot, object_id: int, avoid: ignoring.Avoiding, first: RetainerPath, wanted: int
@@ -450,6 +492,27 @@ def _values(row: dict[str, Any]) -> list[PrimitiveValue]:
     return [PrimitiveValue(*value) for value in decode(row["values"], row["layout"], array)]
 
 
+def _owners(row: dict[str, Any]) -> tuple[StringOwner, ...]:
+    """A stored duplicates row's owner types (``owner_types``, ``owner_copies``, ``owner_example_ids``)."""
+    return tuple(
+        StringOwner(type=t, copies=c, example_id=e)
+        for t, c, e in zip(row["owner_types"], row["owner_copies"], row["owner_example_ids"], strict=True)
+    )
+
+
+def objects_not_computed(snapshot: Snapshot) -> NotComputed:
+    """Why ``snapshot`` has no duplicate objects, and what to do."""
+    if not shows_objects(snapshot.format):
+        return NotComputed(
+            f"heapdb does not compare the objects of {snapshot.format} snapshots (snapshot {snapshot.tag!r})"
+        )
+    return NotComputed(
+        f"duplicate objects were not computed for snapshot {snapshot.tag!r}: it was stored by an older heapdb or "
+        "reanalysed from the store, which keeps neither whole strings nor whole arrays; load its file again with "
+        f"`heapdb load FILE --tag {snapshot.tag} --replace`"
+    )
+
+
 def strings_not_computed(snapshot: Snapshot) -> NotComputed:
     """Why ``snapshot`` has no duplicate strings, and what to do."""
     declared = formats.named(snapshot.format)
@@ -471,6 +534,18 @@ def dom_not_computed(snapshot: Snapshot, inspection: str) -> NotComputed:
     return NotComputed(
         f"the {inspection} inspection was not computed for snapshot {snapshot.tag!r}: it was stored by an older heapdb; "
         f"run `heapdb reanalyze {snapshot.tag}`, or load its file again with "
+        f"`heapdb load FILE --tag {snapshot.tag} --replace`"
+    )
+
+
+def fill_not_computed(snapshot: Snapshot) -> NotComputed:
+    """Why ``snapshot`` has no collections by fill, and what to do."""
+    if not shows_fill(snapshot.format):
+        return NotComputed(f"{snapshot.format} snapshots show no collection capacities (snapshot {snapshot.tag!r})")
+    return NotComputed(
+        f"collections by fill were not computed for snapshot {snapshot.tag!r}: it was stored by an older heapdb, "
+        "reanalysed from the store (which keeps no Java field values) or loaded with its values redacted; run "
+        f"`heapdb reanalyze {snapshot.tag}` (V8), or load its file again with "
         f"`heapdb load FILE --tag {snapshot.tag} --replace`"
     )
 

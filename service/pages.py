@@ -31,6 +31,9 @@ from pydantic import Field
 
 from heapdb.errors import NotComputed, NotFound
 from heapdb.loader.inspections.dom import shows_dom
+from heapdb.loader.inspections.fill import CollectionFill
+from heapdb.loader.inspections.lifecycles import LifecycleLeaks
+from heapdb.loader.inspections.objects import shows_objects
 from heapdb.loader.store import Snapshot, list_snapshots
 from heapdb.loader.store.prune import SUMMARY_ANSWERS, load_again
 from heapdb.loader.store.snapshots import BUILD_META
@@ -206,6 +209,9 @@ def add_pages(
             "react": components,
             "react_note": components_note,
             "stale": holding,
+            **_dup_objects_of(ask, found),
+            "fill": _fill_of(ask, found),
+            "lifecycles": _lifecycles_of(ask, found),
             # A pruned snapshot has no objects to rank: its page shows the types and a notice.
             "top": [] if found.summary else ask.top(found, params.Top(limit=TOP_ROWS)),
             "suspects": None if found.summary else ask.suspects(found, params.Suspects()),
@@ -404,3 +410,30 @@ def error_page(request: Request, status: int, message: str) -> Response | None:
         return None
     html = templates.get_template("error.html").render(status=status, message=message, json_twin=None)
     return HTMLResponse(html, status_code=status)
+
+
+def _fill_of(ask: Questions, found: Snapshot) -> CollectionFill | None:
+    """The collections by fill for the snapshot page; None where not computed (the page then says
+    nothing of them: a format without capacities, or a snapshot stored before)."""
+    try:
+        return ask.fill(found, params.Fill(limit=WASTE_ROWS))
+    except NotComputed:
+        return None
+
+
+def _lifecycles_of(ask: Questions, found: Snapshot) -> LifecycleLeaks | None:
+    """The Java objects past their lifecycle for the snapshot page; None where not computed (the
+    page then says nothing of them: a format without classes and fields, or a snapshot stored before)."""
+    try:
+        return ask.lifecycles(found, params.Lifecycles(limit=WASTE_ROWS))
+    except NotComputed:
+        return None
+
+
+def _dup_objects_of(ask: Questions, found: Snapshot) -> dict[str, Any]:
+    """The duplicate objects for the snapshot page (``dup_objects``), or why they are missing
+    (``dup_objects_note``) where the format has them; a format without them says nothing."""
+    try:
+        return {"dup_objects": ask.dup_objects(found, params.DupObjects(limit=WASTE_ROWS)), "dup_objects_note": None}
+    except NotComputed as e:
+        return {"dup_objects": None, "dup_objects_note": str(e) if shows_objects(found.format) else None}

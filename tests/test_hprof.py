@@ -24,6 +24,7 @@ from heapdb.loader.graph import EdgeKind, HeapGraph
 from heapdb.loader.store import LoadInput
 from heapgen import hprof_writer as hw
 from heapgen.hprof_writer import INT, OBJECT, HprofWriter, standard_classes
+from heapgen.java import compile_java, dump_leak
 from heapgen.seeds import (
     DEEP_FIRST_OBJECT,
     deep_class_chain,
@@ -31,7 +32,6 @@ from heapgen.seeds import (
     small,
     with_empty_segments,
 )
-from tests.support.java import compile_java, dump_leak
 
 
 def write(tmp_path: Path, data: bytes, name: str = "dump.hprof") -> Path:

@@ -24,7 +24,7 @@ from heapdb.queries.questions import Questions
 from heapdb.queries.results import Diff, Leaks, ObjectDiff
 from heapdb.service import pages
 from heapdb.service.app import create_app
-from tests.support.java import compile_java, dump_leak
+from heapgen.java import compile_java, dump_leak
 from tests.support.v8_fixtures import memlab_oracle, node_tools  # noqa: F401
 
 SESSIONS = {"baseline": 100, "target": 600, "final": 1200}

@@ -25,8 +25,8 @@ from heapdb.loader.values import decode
 from heapdb.queries.results import PrimitiveValue
 from heapgen import hprof_writer as hw
 from heapgen.hprof_writer import INT, LONG, OBJECT, HprofWriter, standard_classes
+from heapgen.java import compile_java, dump_leak
 from heapgen.oracles import visualvm_view
-from tests.support.java import compile_java, dump_leak
 
 # The heap library's jar as Debian's visualvm package installs it (scripts/bootstrap.sh installs it).
 VISUALVM_HEAP_JAR = Path("/usr/share/visualvm/visualvm/modules/org-graalvm-visualvm-lib-jfluid-heap.jar")

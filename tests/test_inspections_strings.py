@@ -15,15 +15,20 @@ import random
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 from click.testing import CliRunner
 
 from heapdb.cli import main
 from heapdb.loader import analysis, formats
-from heapdb.loader.graph import EdgeKind, HeapGraph, csr_from_coo
+from heapdb.loader.graph import EdgeKind, HeapGraph
 from heapdb.loader.inspections import strings
-from tests.support.v8 import run_memlab_strings, write_duplicate_strings_snapshot
+from tests.support.v8 import (
+    assert_ranked_as_memlab,
+    read_beside_memlab,
+    run_memlab_strings,
+    v8_graph,
+    write_duplicate_strings_snapshot,
+)
 
 
 def _v8_strings() -> formats.StringKinds:
@@ -56,10 +61,7 @@ def dup_snapshot(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def compared(request: pytest.FixtureRequest, dup_snapshot: Path, leak_snapshot: Path, tmp_path_factory) -> Any:
     """A snapshot read and analysed, with memlab's string analysis of it."""
     path = dup_snapshot if request.param == "dup_strings.js" else leak_snapshot
-    graph = formats.read_graph(path)
-    result = analysis.analyze(graph)
-    memlab = run_memlab_strings(path, tmp_path_factory.mktemp("memlab-strings") / "strings.json")
-    return path, graph, result, memlab
+    return read_beside_memlab(path, run_memlab_strings, tmp_path_factory.mktemp("memlab-strings") / "strings.json")
 
 
 def test_every_string_value_is_grouped_as_memlab_groups_it(compared: Any) -> None:
@@ -87,10 +89,7 @@ def test_the_report_ranks_as_memlabs_top_lists(compared: Any) -> None:
         ours = [(r.value, r.count, r.retained_size) for r in report.rows]
         theirs = [(r["str"][: strings.VALUE_CHARS], r["n"], r["size"]) for r in memlab[top]]
         figure = 2 if key == "size" else 1
-        assert [row[figure] for row in ours] == [row[figure] for row in theirs]
-        # Rows tied on the figure at the cut may be others of equal rank; the rest are the same rows.
-        cut = theirs[-1][figure]
-        assert {row for row in ours if row[figure] != cut} == {row for row in theirs if row[figure] != cut}
+        assert_ranked_as_memlab(ours, theirs, figure)
 
 
 def test_the_configuration_copies_lead_with_their_owner_and_waste(dup_snapshot: Path) -> None:
@@ -166,26 +165,7 @@ def v8_like_graph(
     kind: list[int], name: list[int], self_size: list[int], edges: list[tuple[int, int, int, int]], table: list[str]
 ) -> HeapGraph:
     """A graph of KINDS nodes, node 0 its root, with ``edges`` as (source, target, kind, name index)."""
-    n = len(kind)
-    src, dst, kinds, names = (np.array([e[i] for e in edges], dtype=np.int64) for i in range(4))
-    edge_start, edge_to, edge_kind, edge_name = csr_from_coo(n, src, dst, kinds, names)
-    graph = HeapGraph(
-        ids=np.arange(1, n + 1, dtype=np.int64) * 2,
-        kind=np.array(kind, dtype=np.uint8),
-        type=np.zeros(n, dtype=np.int32),
-        name=np.array(name, dtype=np.int32),
-        self_size=np.array(self_size, dtype=np.int64),
-        edge_start=edge_start,
-        edge_to=edge_to,
-        edge_kind=edge_kind,
-        edge_name=edge_name,
-        strings=table,
-        node_kinds=KINDS,
-        root=0,
-        meta={"format": "v8"},
-    )
-    graph.validate()
-    return graph
+    return v8_graph(KINDS, kind, name, self_size, edges, table)
 
 
 def brute_groups(graph: HeapGraph, result: analysis.Analysis) -> dict[str, tuple[int, int, list[int]]]:

@@ -40,7 +40,7 @@ from heapdb.queries.questions import Questions
 from heapdb.service import links
 from heapdb.service.app import create_app
 from heapdb.service.mcp import build_server
-from tests.support.java import compile_java, dump_program
+from heapgen.java import compile_java, dump_program
 from tests.support.serving import served
 from tests.support.v8 import write_secrets_snapshot
 

@@ -500,7 +500,7 @@ def test_a_revoke_takes_effect_within_the_lookup_time(database: Database) -> Non
 
 # The stored queries' text parameters that name no snapshot; any other names one, and must be in
 # catalog.SNAPSHOT_PARAMETERS for a token's scope to be checked against it.
-NOT_SNAPSHOTS = {"bucket", "kinds", "mode", "name_contains", "sort", "text", "type"}
+NOT_SNAPSHOTS = {"bucket", "kinds", "mode", "name_contains", "names", "sort", "text", "type"}
 
 
 def test_every_stored_query_parameter_naming_a_snapshot_is_declared() -> None:

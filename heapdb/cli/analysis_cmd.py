@@ -23,7 +23,7 @@ from heapdb.errors import HeapdbError, RuleError
 from heapdb.loader import analysis, formats, views
 from heapdb.loader.analysis import Semantics
 from heapdb.loader.graph import HeapGraph
-from heapdb.loader.inspections import collections, dom, react, strings
+from heapdb.loader.inspections import collections, dom, fill, lifecycles, objects, react, strings, unbound
 from heapdb.loader.report import AnalysisReport, analysis_report
 from heapdb.loader.rules import CompiledRules, RulesSummary, compile_rules, rules_summary
 from heapdb.loader.rules.defaults import default_rules
@@ -172,6 +172,13 @@ def print_rules(summary: RulesSummary) -> None:
     "analysis, number for number); --top contents.",
 )
 @click.option(
+    "--dup-objects",
+    "dup_objects",
+    is_flag=True,
+    help="Also list the duplicated object contents that waste most, with their owners (V8: memlab's "
+    "`object-shallow` analysis, number for number; Java: primitive arrays with equal elements); --top contents.",
+)
+@click.option(
     "--dom",
     "detached_dom",
     is_flag=True,
@@ -192,6 +199,32 @@ def print_rules(summary: RulesSummary) -> None:
     help="Also list the Maps, Sets and Arrays that still reference detached DOM or unmounted React fibers "
     "(memlab's `collections-with-stale` analysis); --top collections.",
 )
+@click.option(
+    "--fill",
+    "by_fill",
+    is_flag=True,
+    help="Also list the collections by fill (Java collections and object arrays, V8 Maps, Sets and Arrays): "
+    "per type how many are empty and how full, and those whose unused capacity takes most bytes (Eclipse "
+    "MAT's collection and array fill ratios); --top collections.",
+)
+@click.option(
+    "--lifecycles",
+    "by_lifecycles",
+    is_flag=True,
+    help="Also list the Java and Android objects past their lifecycle (hprof): destroyed Activities, detached "
+    "Views... grouped by the references suspected of keeping them, each with its labelled path (LeakCanary's "
+    "Shark); --top groups.",
+)
+@click.option(
+    "--unbound",
+    "later",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False),
+    metavar="LATER",
+    help="Also list the collections, objects and shapes that grew at every step from FILE through each LATER "
+    "snapshot of the same process (repeat it, oldest first; V8), with their series (memlab's unbound-*); --top "
+    "rows each.",
+)
 def analyze(
     file: str,
     top: int,
@@ -206,9 +239,13 @@ def analyze(
     limit: int,
     domstats: bool,
     dup_strings: bool,
+    dup_objects: bool,
     detached_dom: bool,
     unmounted: bool,
     stale: bool,
+    by_fill: bool,
+    by_lifecycles: bool,
+    later: tuple[str, ...],
 ) -> None:
     """Dominators, retained sizes and root distances of a snapshot FILE (any format), without Neo4j.
 
@@ -217,7 +254,7 @@ def analyze(
     own objects to the program's, as a load's `top` does); --rules FILE puts a team's rule file
     before them; --rules NAME reads a rule set stored with `heapdb rules add` from the database
     (the only case that needs Neo4j). --rules none gives the plain, engine-level analysis.
-    --lifelines, --heapdomstats, --strings, --dom, --react and --stale add views of the same analysis
+    --lifelines, --heapdomstats, --strings, --dup-objects, --dom, --react, --stale and --fill add views of the same analysis
     (under the rules and --root too).
     """
     refuse_groups_without_rules(rules, disabled)
@@ -226,6 +263,13 @@ def analyze(
     # The rules are read and checked first: a bad rule file fails before a long read of the snapshot.
     choice = choose_rules(rules, disabled_groups=disabled, connect=_connect_for(rules))
     _refuse_inspections_of(file, dup_strings, detached_dom or unmounted or stale)  # before a long read
+    _refuse_fill_of(file, by_fill)
+    if by_lifecycles and not formats.detect(file).lifecycles:
+        raise click.UsageError(f"--lifecycles: {formats.detect(file).name} snapshots show no Java classes and fields")
+    if dup_objects and formats.detect(file).duplicates is None:
+        raise click.UsageError(
+            f"--dup-objects: heapdb does not compare the objects of {formats.detect(file).name} snapshots"
+        )
     _, graph = read_with_progress(file)
     rule_set, runtime = (None, None) if choice is None else choice.for_graph(graph)
     compiled = None if rule_set is None else compile_rules(rule_set, graph)
@@ -265,15 +309,20 @@ def analyze(
             views.heapdomstats_rows(graph, result), source=file, reachable_size=result.reachable_size, limit=top
         )
         extras.append(("heapdomstats", floating, views.heapdomstats_text))
+    # The strings' contents, read once where both inspections read them (a V8 object's string values).
+    found = strings.string_contents(graph) if dup_strings and dup_objects else None
     if dup_strings:
         extras.append(
             (
                 "strings",
-                strings.duplicate_strings(graph, result, source=file, limit=top),
+                strings.duplicate_strings(graph, result, source=file, limit=top, found=found),
                 strings.duplicate_strings_text,
             )
         )
-    if detached_dom or unmounted or stale:
+    if dup_objects:
+        copies = objects.duplicate_objects(graph, result, source=file, limit=top, found=found)
+        extras.append(("dup_objects", copies, objects.duplicate_objects_text))
+    if detached_dom or unmounted or stale or by_fill or by_lifecycles:
         from heapdb.loader.paths import first_paths
 
         paths = first_paths(graph, result.retaining, result.transient)
@@ -289,6 +338,14 @@ def analyze(
             assert marked is not None  # the format was checked before the read
             holding = collections.stale_collections(graph, result, paths, marked, source=file, limit=top)
             extras.append(("stale", holding, collections.stale_collections_text))
+        if by_fill:
+            filled = fill.collection_fill(graph, result, paths, source=file, limit=top)
+            extras.append(("fill", filled, fill.collection_fill_text))
+        if by_lifecycles:
+            leaks = lifecycles.lifecycle_leaks(graph, result, paths, source=file, limit=top)
+            extras.append(("lifecycles", leaks, lifecycles.lifecycle_leaks_text))
+    if later:
+        extras.append(("unbound", _unbound_series(file, graph, result, later, top), unbound.unbound_growth_text))
     if as_json:
         data = report.as_dict()
         if summary is not None:
@@ -311,6 +368,22 @@ def analyze(
                 click.echo(render(answer))
 
 
+def _unbound_series(
+    file: str, graph: HeapGraph, result: analysis.Analysis, later: tuple[str, ...], top: int
+) -> unbound.UnboundGrowth:
+    """FILE's series point (under the analysis above) and each LATER file's (plain analysis: the rules
+    change no size), compared. Only the points are kept, not the later graphs."""
+    if len(later) < 2:
+        raise click.UsageError("--unbound needs at least two later snapshots (three in all), oldest first")
+    if not dom.shows_dom(graph.meta.get("format")):
+        raise click.UsageError("--unbound: only V8 snapshots have the shapes and stable ids it follows")
+    points = [unbound.series_point(file, graph, result)]
+    for path in later:
+        _, next_graph = read_with_progress(path)
+        points.append(unbound.series_point(path, next_graph, analyse_with_progress(next_graph)))
+    return unbound.unbound(points, limit=max(top, 1))
+
+
 def _refuse_inspections_of(file: str, dup_strings: bool, of_dom: bool) -> None:
     """A usage error for an inspection FILE's format cannot have, found from its first bytes."""
     if not (dup_strings or of_dom):
@@ -320,6 +393,12 @@ def _refuse_inspections_of(file: str, dup_strings: bool, of_dom: bool) -> None:
         raise click.UsageError(f"--strings: heapdb does not read the strings of {found.name} snapshots")
     if of_dom and not found.dom:
         raise click.UsageError(f"--dom, --react and --stale: {found.name} snapshots hold no DOM")
+
+
+def _refuse_fill_of(file: str, by_fill: bool) -> None:
+    """A usage error for --fill on a format whose collections show no capacity (first bytes only)."""
+    if by_fill and formats.detect(file).collections is None:
+        raise click.UsageError(f"--fill: {formats.detect(file).name} snapshots show no collection capacities")
 
 
 def _connect_for(name: str | None) -> Callable[[], Database]:

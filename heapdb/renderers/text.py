@@ -12,6 +12,7 @@ import shlex
 
 from heapdb import units
 from heapdb.loader.graph import ROOT_NAME
+from heapdb.loader.inspections.leak_status import PathLabels
 from heapdb.queries.results import (
     Diff,
     DominatorChain,
@@ -97,14 +98,30 @@ def why_text(answer: WhyAlive) -> str:
         else:
             lines.append("no retaining path avoids the ignored references and objects")
     for number, path in enumerate(answer.paths, 1):
+        labels = None if answer.leak_status is None else answer.leak_status[number - 1]
         lines.append("")
         lines.append(f"path {number} ({path.length} references):")
         lines.append(f"  {describe(path.objects[0])}")
-        for reference, held in zip(path.references, path.objects[1:]):
+        for i, (reference, held) in enumerate(zip(path.references, path.objects[1:])):
             weak = " (weak)" if reference.weak else ""
             at = f"  at {held.location}" if held.location else ""
             lines.append(f"    --[{reference_label(reference)}]-->{weak} {describe(held)}{at}")
+            if labels is not None:
+                lines += _leak_label_lines(labels, i)
     return "\n".join(lines)
+
+
+def _leak_label_lines(labels: PathLabels, reference: int) -> list[str]:
+    """Under a Java path's object: its leak status and why, and ``~~~`` when the reference from it
+    is a suspect (LeakCanary's marks)."""
+    label = labels.objects[reference + 1]
+    found = []
+    if label.status:
+        found.append(f"         {label.status}" + (f": {label.reason}" if label.reason else ""))
+        found += [f"         note: {note}" for note in label.notes]
+    if reference + 1 in labels.suspects:
+        found.append("         ~~~ suspect: the reference below may be the leak")
+    return found
 
 
 def dominators_text(answer: DominatorChain) -> str:

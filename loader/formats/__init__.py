@@ -14,13 +14,26 @@ import os
 from typing import TYPE_CHECKING
 
 from heapdb.errors import FormatError
-from heapdb.loader.formats.protocol import Format, Reader, Semantics, StringKinds
+from heapdb.loader.formats.protocol import Collections, Duplicates, Format, Reader, Semantics, StringKinds
 from heapdb.loader.graph import HeapGraph
 
 if TYPE_CHECKING:
     from heapdb.progress import ByteProgress
 
-__all__ = ["FORMATS", "HPROF", "LUAU", "SNAPBIN", "SNIFF_BYTES", "V8", "Format", "Reader", "Semantics", "StringKinds"]
+__all__ = [
+    "FORMATS",
+    "HPROF",
+    "LUAU",
+    "SNAPBIN",
+    "SNIFF_BYTES",
+    "V8",
+    "Collections",
+    "Duplicates",
+    "Format",
+    "Reader",
+    "Semantics",
+    "StringKinds",
+]
 
 SNIFF_BYTES = 4096
 
@@ -49,6 +62,8 @@ V8 = Format(
         code=frozenset({"code"}),
     ),
     dom=True,  # Chromium's snapshots (and Node's, where a native object says so)
+    collections=Collections.V8,
+    duplicates=Duplicates.SHALLOW,  # objects' properties, as memlab's object-shallow compares them
 )
 LUAU = Format(
     name="luau",
@@ -66,6 +81,9 @@ HPROF = Format(
     ids_are_addresses=True,  # the dump's object ids are addresses
     semantics=Semantics.GENERIC,
     default_rules=None,
+    collections=Collections.JAVA,
+    duplicates=Duplicates.ARRAYS,  # primitive arrays' elements (the reader keeps them)
+    lifecycles=True,  # <class> and <super> references, and each instance's primitive fields
 )
 
 FORMATS = (SNAPBIN, V8, LUAU, HPROF)  # in the order detect tries them

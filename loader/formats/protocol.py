@@ -33,6 +33,22 @@ class Semantics(StrEnum):
     V8 = "v8"  # memlab's rules, number for number (page ownership, orphans hung under the root)
 
 
+class Collections(StrEnum):
+    """How a format's collections show their size and capacity, for the fill inspection
+    (:mod:`heapdb.loader.inspections.fill`)."""
+
+    JAVA = "java"  # instance fields: a size field (an int) and a backing array of known length
+    V8 = "v8"  # Map and Set hash tables and Array element stores, sized by their bytes
+
+
+class Duplicates(StrEnum):
+    """Which objects' contents a format shows, for the duplicate-objects inspection
+    (:mod:`heapdb.loader.inspections.objects`)."""
+
+    SHALLOW = "shallow"  # memlab's object-shallow: an object's class and its properties' shallow values
+    ARRAYS = "arrays"  # primitive arrays' elements, which the reader keeps (heapdb.loader.values)
+
+
 class Reader(Protocol):
     """The module (or package) that reads a format."""
 
@@ -83,6 +99,13 @@ class Format:
     # Whether its snapshots can hold a browser's DOM, for the detached-DOM inspection: each native
     # object's detachedness (or, in files without that field, a "Detached " name).
     dom: bool = False
+    # How its collections show size and capacity, for the fill inspection; None: they do not.
+    collections: Collections | None = None
+    # Which objects' contents it shows, for the duplicate-objects inspection; None: none.
+    duplicates: Duplicates | None = None
+    # Whether its objects name their classes (and super classes) and keep their fields' values, so
+    # that lifecycle rules can say which are past their life (the leak status inspection).
+    lifecycles: bool = False
 
     def module(self) -> Reader:
         """The reader, imported now if it was not yet."""

@@ -6,12 +6,21 @@ returns a frozen result of arrays (no Python object per heap object):
 
 - :mod:`.strings`: duplicate strings, grouped by their whole content (memlab's ``string``
   analysis, MAT's duplicate strings).
+- :mod:`.objects`: duplicate objects, grouped by their visible contents (memlab's
+  ``object-shallow`` analysis for V8; primitive arrays for hprof);
 - :mod:`.dom`: detached DOM, in trees grouped by the path that holds them (memlab's
   ``detached-DOM`` analysis, DevTools' detached elements).
 - :mod:`.react`: React components unmounted but alive, by component (memlab's
   ``unmounted-fiber-node`` analysis);
 - :mod:`.collections`: Maps, Sets and Arrays still referencing detached DOM or unmounted fibers
   (memlab's ``collections-with-stale`` analysis);
+- :mod:`.unbound`: across a series of snapshots, the collections, objects and shapes that grew at
+  every step (memlab's ``unbound-*`` analyses); a load stores the shape table it needs;
+- :mod:`.fill`: empty, sparse and low-fill collections, size against capacity (MAT's collection
+  and array fill ratios), with :mod:`.fill_v8` for V8's Maps, Sets and Arrays;
+- :mod:`.lifecycles`: Java and Android objects past their lifecycle, grouped by their suspect
+  references (LeakCanary's Shark), with :mod:`.leak_status` for the rules (``lifecycles.toml``),
+  one object's status and a path's labels, which ``why`` shares;
 - :mod:`.common`: what they share (the largest objects of a set, a reference by name).
 
 Which objects an inspection looks at is a trait of the snapshot's format

@@ -15,6 +15,10 @@ Contents are compared by hash, never rebuilt: a concatenation's hash is computed
 (a polynomial hash modulo two primes, with the length, composes over concatenation), so a
 megabyte-long cons string costs what its tree does. Two different contents collide with odds of
 about one in 2^61 per pair. Only the groups reported get their text, cut to ``chars`` characters.
+
+Why this module is long: besides the strings' own rule it holds what the duplicate objects
+(:mod:`.objects`) count the same way, on the same types: grouping by content hash, the rankings a
+load keeps and reranks, and the owners of the copies. Apart, the two would each import the other.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import numpy as np
 
@@ -34,6 +38,19 @@ from heapdb.units import human_bytes, short_name
 
 if TYPE_CHECKING:
     from heapdb.loader.analysis import Analysis
+
+
+class _Row(Protocol):
+    """A stored row of a duplicates report, as :func:`reranked_rows` orders it."""
+
+    @property
+    def wasted(self) -> int: ...
+
+    @property
+    def example_id(self) -> int: ...
+
+
+R = TypeVar("R", bound=_Row)
 
 # What a node is to the inspection and its kernels (heapdb.loader.inspections.kernels).
 OTHER, PLAIN, CONCATENATED, SLICED = 0, 1, 2, 3
@@ -117,38 +134,48 @@ def key_parts(key: str) -> tuple[int, int, int]:
     return int(hashes[:8], 16), int(hashes[8:], 16), int(length)
 
 
-def string_groups(graph: HeapGraph, result: Analysis, kinds: StringKinds | None = None) -> StringGroups | None:
+def string_groups(
+    graph: HeapGraph, result: Analysis, kinds: StringKinds | None = None, found: Contents | None = None
+) -> StringGroups | None:
     """Group ``graph``'s strings by content. None when its format declares no strings (``kinds``
-    overrides the format's declaration)."""
+    overrides the format's declaration; ``found``: their contents, when computed already)."""
     kinds = kinds or _kinds(graph)
     if kinds is None:
         return None
     from heapdb.loader.analysis import spread_down  # the kernels load numba: only when a graph is inspected
 
-    found = contents(graph, kinds)
+    found = found or contents(graph, kinds)
     role, h1, h2, length = found.role, found.h1, found.h2, found.length
 
     code = np.zeros(len(graph.node_kinds), dtype=np.bool_)
     code[_kind_indexes(graph, kinds.code)] = True
     under_code = spread_down(result, np.where(code[graph.kind], 0, -1).astype(np.int32)) >= 0
     counted = np.flatnonzero(((role == PLAIN) | (role == CONCATENATED)) & ~under_code)
+    return content_groups(counted, h1[counted], h2[counted], length[counted], result)
+
+
+def content_groups(
+    counted: np.ndarray, h1: np.ndarray, h2: np.ndarray, length: np.ndarray, result: Analysis
+) -> StringGroups:
+    """The objects ``counted`` grouped by their contents' hashes and lengths (``h1``, ``h2`` and
+    ``length``: each object's, in the order of ``counted``): the strings here, and the duplicate
+    objects (:mod:`.objects`) the same way."""
     # Both hashes in one key (h1 < 2^31, h2 < 2^30): a sort on two keys, not three, is half the time.
-    both = h1[counted] * (1 << 30) + h2[counted]
-    counted = counted[np.lexsort((length[counted], both))]
+    order = np.lexsort((length, h1 * (1 << 30) + h2))
+    counted, h1, h2, length = counted[order], h1[order], h2[order], length[order]
     new_key = np.ones(counted.size, dtype=np.bool_)
-    new_key[1:] = (np.diff(length[counted]) != 0) | (np.diff(h1[counted]) != 0) | (np.diff(h2[counted]) != 0)
+    new_key[1:] = (np.diff(length) != 0) | (np.diff(h1) != 0) | (np.diff(h2) != 0)
     starts = np.flatnonzero(new_key)
     number = (np.cumsum(new_key) - 1).astype(np.int32)
     retained = result.retained_size[counted]
     largest = _largest_per_group(number, retained, result.ids[counted])
-    heads = counted[starts]
     return StringGroups(
         nodes=counted,
         starts=starts,
         count=np.diff(np.append(starts, counted.size)).astype(np.int64),
         retained_size=np.add.reduceat(retained, starts) if counted.size else np.zeros(0, dtype=np.int64),
-        length=length[heads],
-        hashes=np.stack([h1[heads], h2[heads]], axis=1),
+        length=length[starts],
+        hashes=np.stack([h1[starts], h2[starts]], axis=1),
         first=counted[largest].astype(np.int32),
     )
 
@@ -247,35 +274,53 @@ STRING_TOTALS = ("strings", "string_bytes", "duplicated", "wasted", "values")
 
 
 def duplicate_strings(
-    graph: HeapGraph, result: Analysis, *, source: str, limit: int, sort: str = SORTS[0]
+    graph: HeapGraph, result: Analysis, *, source: str, limit: int, sort: str = SORTS[0], found: Contents | None = None
 ) -> DuplicateStrings | None:
     """The ``limit`` duplicated contents first by ``sort`` (one of :data:`SORTS`), then by what they
-    waste, then by example id; None when the format declares no strings."""
-    grouped = string_groups(graph, result)
+    waste, then by example id; None when the format declares no strings (``found``: as
+    :func:`stored_strings`)."""
+    grouped = string_groups(graph, result, found=found)
     if grouped is None:
         return None
-    return _report(graph, result, grouped, _ranked(grouped, result.ids, sort)[:limit], source, sort)
+    return _report(graph, result, grouped, ranked(grouped, result.ids, sort)[:limit], source, sort)
 
 
-def stored_strings(graph: HeapGraph, result: Analysis) -> DuplicateStrings | None:
+def string_contents(graph: HeapGraph) -> Contents | None:
+    """The contents of ``graph``'s strings as its format declares them (None: it declares none),
+    for the inspections that read them: these, and the duplicate objects' values (:mod:`.objects`)."""
+    kinds = _kinds(graph)
+    return None if kinds is None else contents(graph, kinds)
+
+
+def stored_strings(graph: HeapGraph, result: Analysis, found: Contents | None = None) -> DuplicateStrings | None:
     """What a load stores (:func:`reranked` answers from it): the totals, and the :data:`KEPT` first
-    contents of every ranking, most wasted first."""
-    grouped = string_groups(graph, result)
+    contents of every ranking, most wasted first (``found``: :func:`string_contents`, when computed
+    already)."""
+    grouped = string_groups(graph, result, found=found)
     if grouped is None:
         return None
-    rankings = [_ranked(grouped, result.ids, sort) for sort in SORTS]  # the first is by waste
+    return _report(graph, result, grouped, kept_groups(grouped, result.ids), "", SORTS[0])
+
+
+def kept_groups(grouped: StringGroups, ids: np.ndarray) -> np.ndarray:
+    """The groups a load keeps: the :data:`KEPT` first of every ranking, most wasted first."""
+    rankings = [ranked(grouped, ids, sort) for sort in SORTS]  # the first is by waste
     kept = np.isin(rankings[0], np.concatenate([ranking[:KEPT] for ranking in rankings]))
-    return _report(graph, result, grouped, rankings[0][kept], "", SORTS[0])
+    return rankings[0][kept]
 
 
 def reranked(stored: DuplicateStrings, *, source: str, limit: int, sort: str) -> DuplicateStrings:
     """A stored answer's first ``limit`` rows by ``sort``, in the order :func:`duplicate_strings`
     gives a file's (exact for a ``limit`` up to :data:`KEPT`)."""
-    rows = sorted(stored.rows, key=lambda r: (-getattr(r, sort), -r.wasted, r.example_id))
-    return dataclasses.replace(stored, source=source, sort=sort, rows=tuple(rows[:limit]))
+    return dataclasses.replace(stored, source=source, sort=sort, rows=reranked_rows(stored.rows, limit, sort))
 
 
-def _ranked(grouped: StringGroups, ids: np.ndarray, sort: str) -> np.ndarray:
+def reranked_rows(rows: Sequence[R], limit: int, sort: str) -> tuple[R, ...]:
+    """Stored rows (with ``wasted``, ``example_id`` and the ``sort`` figure) in a ranking's order."""
+    return tuple(sorted(rows, key=lambda r: (-getattr(r, sort), -r.wasted, r.example_id))[:limit])
+
+
+def ranked(grouped: StringGroups, ids: np.ndarray, sort: str) -> np.ndarray:
     """The duplicated groups by ``sort``, then by what they waste (rounded, as a row says it), then
     by example id, so that a file's and a stored answer's orders agree."""
     duplicated = np.flatnonzero(grouped.count > 1)
@@ -292,7 +337,7 @@ def _report(
     kinds = _kinds(graph)
     assert kinds is not None  # string_groups found strings
     wasted = grouped.wasted()
-    owners = _owners(grouped, result, graph, order)
+    owners = owners_of(grouped, result, graph, order)
     values = text_of(graph, grouped.first[order].tolist(), VALUE_CHARS, kinds)
     rows = tuple(
         _as_redacted(
@@ -332,7 +377,7 @@ def _as_redacted(row: DuplicateString) -> DuplicateString:
     return dataclasses.replace(row, key=f"{digest}-{length}", length=length)
 
 
-def _owners(
+def owners_of(
     grouped: StringGroups, result: Analysis, graph: HeapGraph, groups: np.ndarray
 ) -> list[tuple[StringOwner, ...]]:
     """Per group of ``groups``, the types of its copies' immediate dominators with the most copies."""
@@ -340,14 +385,17 @@ def _owners(
     for g in groups:
         idom = result.idom[grouped.members(int(g))]
         owners, copies = np.unique(idom[idom >= 0], return_counts=True)
-        by_type: dict[str, list[int]] = {}
-        for i in np.lexsort((graph.ids[owners], -copies)):  # each type's first owner owns most
-            by_type.setdefault(graph.type_name(int(owners[i])), []).append(int(i))
-        ranked = sorted(by_type.items(), key=lambda item: (-int(copies[item[1]].sum()), item[0]))
+        order = np.lexsort((graph.ids[owners], -copies))
+        owners, copies = owners[order], copies[order]  # so that each type's first owner owns most
+        # Per type in arrays: a group of 100,000 empty objects can have as many owners.
+        types, first, inverse = np.unique(graph.type[owners], return_index=True, return_inverse=True)
+        per_type = np.bincount(inverse, weights=copies).astype(np.int64)
+        cut = np.sort(per_type)[-OWNERS_SHOWN] if per_type.size > OWNERS_SHOWN else 0
+        named = [(-int(per_type[t]), graph.strings[int(types[t])], t) for t in np.flatnonzero(per_type >= cut).tolist()]
         found.append(
             tuple(
-                StringOwner(type=name, copies=int(copies[at].sum()), example_id=int(graph.ids[owners[at[0]]]))
-                for name, at in ranked[:OWNERS_SHOWN]
+                StringOwner(type=name, copies=-minus, example_id=int(graph.ids[owners[first[t]]]))
+                for minus, name, t in sorted(named)[:OWNERS_SHOWN]
             )
         )
     return found
@@ -363,14 +411,19 @@ def duplicate_strings_text(answer: DuplicateStrings) -> str:
         f"  {'wasted':>10}  {'copies':>8}  {'length':>8}  {'example':>10}  content; owners",
     ]
     for r in answer.rows:
-        owners = ", ".join(f"{o.copies:,} in {short_name(o.type, 40)} (e.g. @{o.example_id})" for o in r.owners)
         lines.append(
             f"  {human_bytes(r.wasted):>10}  {r.count:>8,}  {r.length:>8,}  {'@' + str(r.example_id):>10}  "
-            f"{short_name(repr(r.value) if r.value.strip() != r.value or not r.value else r.value, 60)}; {owners}"
+            f"{short_name(repr(r.value) if r.value.strip() != r.value or not r.value else r.value, 60)}; "
+            f"{owners_text(r.owners)}"
         )
     if answer.values > len(answer.rows):
         lines.append(f"  … {answer.values - len(answer.rows):,} more duplicated contents")
     return "\n".join(lines)
+
+
+def owners_text(owners: Sequence[StringOwner]) -> str:
+    """A duplicates row's owner types, as the text reports list them."""
+    return ", ".join(f"{o.copies:,} in {short_name(o.type, 40)} (e.g. @{o.example_id})" for o in owners)
 
 
 # --- the parts ----------------------------------------------------------------------------------

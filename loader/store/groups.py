@@ -1,5 +1,5 @@
 """Writing a snapshot's group nodes (``:PathGroup``, ``:TypeGroup``, and the inspections'
-``:StringGroup``, ``:DetachedGroup`` and ``:FiberGroup``) and its types' listings.
+``:StringGroup``, ``:ObjectGroup``, ``:DetachedGroup`` and ``:FiberGroup``) and its types' listings.
 
 Shared by a load (:mod:`.writer`: the groups before the snapshot answers, the listings after) and
 ``heapdb rebuild`` (:mod:`.rebuild`: both after the offline import). docs/data-model.md says what
@@ -34,6 +34,12 @@ CREATE (:StringGroup {sid: $sid, key: r[0], value: r[1], length: r[2], count: r[
                       example_id: r[6], owner_types: r[7], owner_copies: r[8], owner_example_ids: r[9]})
 """
 
+CREATE_OBJECT_GROUPS = """
+UNWIND $rows AS r
+CREATE (:ObjectGroup {sid: $sid, key: r[0], type: r[1], value: r[2], size: r[3], count: r[4], retained_size: r[5],
+                      wasted: r[6], example_id: r[7], owner_types: r[8], owner_copies: r[9], owner_example_ids: r[10]})
+"""
+
 CREATE_DETACHED_GROUPS = """
 UNWIND $rows AS r
 CREATE (:DetachedGroup {sid: $sid, signature: r[0], path: r[1], type: r[2], trees: r[3], objects: r[4], attached: r[5],
@@ -43,6 +49,11 @@ CREATE (:DetachedGroup {sid: $sid, signature: r[0], path: r[1], type: r[2], tree
 CREATE_FIBER_GROUPS = """
 UNWIND $rows AS r
 CREATE (:FiberGroup {sid: $sid, component: r[0], fibers: r[1], retained_size: r[2], example_id: r[3], path: r[4]})
+"""
+
+CREATE_SHAPE_GROUPS = """
+UNWIND $rows AS r
+CREATE (:ShapeGroup {sid: $sid, shape: r[0], objects: r[1], retained_size: r[2], example_id: r[3]})
 """
 
 
@@ -61,8 +72,10 @@ GROUP_KINDS = (
     GroupKind("PathGroup", "sig", CREATE_PATH_GROUPS, "path groups"),
     GroupKind("TypeGroup", "type", CREATE_TYPE_GROUPS, "type groups"),
     GroupKind("StringGroup", "key", CREATE_STRING_GROUPS, "string groups"),
+    GroupKind("ObjectGroup", "key", CREATE_OBJECT_GROUPS, "duplicate object groups"),
     GroupKind("DetachedGroup", "signature", CREATE_DETACHED_GROUPS, "detached DOM groups"),
     GroupKind("FiberGroup", "component", CREATE_FIBER_GROUPS, "unmounted component groups"),
+    GroupKind("ShapeGroup", "shape", CREATE_SHAPE_GROUPS, "shape groups"),
 )
 
 SET_TYPE_LISTINGS = """

@@ -47,10 +47,14 @@ SCHEMA = (
     "CREATE INDEX heapdb_object_type_rank IF NOT EXISTS FOR (o:Object) ON (o.sid, o.type, o.type_rank)",
     # A snapshot's duplicate strings (at most a few hundred, read all at once).
     "CREATE INDEX heapdb_string_group_sid IF NOT EXISTS FOR (g:StringGroup) ON (g.sid)",
+    # A snapshot's duplicate objects (as few, read all at once).
+    "CREATE INDEX heapdb_object_group_sid IF NOT EXISTS FOR (g:ObjectGroup) ON (g.sid)",
     # A snapshot's detached DOM, by holder path (as few, read all at once).
     "CREATE INDEX heapdb_detached_group_sid IF NOT EXISTS FOR (g:DetachedGroup) ON (g.sid)",
     # A snapshot's unmounted React components, by component.
     "CREATE INDEX heapdb_fiber_group_sid IF NOT EXISTS FOR (g:FiberGroup) ON (g.sid)",
+    # A snapshot's shapes (memlab's unbound-shape), read all at once by `heapdb unbound`.
+    "CREATE INDEX heapdb_shape_group_sid IF NOT EXISTS FOR (g:ShapeGroup) ON (g.sid)",
     "CREATE CONSTRAINT heapdb_rule_set_key IF NOT EXISTS FOR (r:RuleSet) REQUIRE (r.name, r.version) IS UNIQUE",
     GATE_RUN_KEY,
 )

@@ -92,6 +92,21 @@ class Snapshot:
     # {"collections", "stale", "stale_size", "rows"}, the rows as StaleCollection's fields (JSON
     # text). None: not computed (docs/analysis.md, "Collections holding stale objects").
     stale: dict[str, Any] | None = field(default=None, hash=False)
+    # Where the format shows objects' contents: the duplicate objects' totals, {"rule", "objects",
+    # "object_bytes", "duplicated", "wasted", "contents"} (JSON text; the rows are :ObjectGroup
+    # nodes). None: not computed (docs/analysis.md, "Duplicate objects").
+    objects: dict[str, Any] | None = field(default=None, hash=False)
+    # V8: how many shapes (memlab's unbound-shape) the load counted, {"shapes"} (JSON text; the
+    # shapes are :ShapeGroup nodes). None: not computed (docs/analysis.md, "Unbound growth").
+    shapes: dict[str, Any] | None = field(default=None, hash=False)
+    # Where the format shows capacities: the collections by fill, {"slot_size", "collections",
+    # "empty", "wasted", "types", "rows"}, types and rows as FillType's and FillRow's fields (JSON
+    # text). None: not computed (docs/analysis.md, "Empty and low-fill collections").
+    fill: dict[str, Any] | None = field(default=None, hash=False)
+    # Where the format shows classes and fields (hprof): the objects past their lifecycle,
+    # {"leaking", "nested", "retained_size", "signatures", "groups"}, the groups as LifecycleLeak's
+    # fields (JSON text). None: not computed (docs/analysis.md, "Java and Android leak status").
+    lifecycles: dict[str, Any] | None = field(default=None, hash=False)
     meta: dict[str, Any] = field(default_factory=dict, hash=False)  # a dict cannot be hashed; the rest can
 
     @classmethod
@@ -100,7 +115,7 @@ class Snapshot:
         known = {f.name for f in fields(cls)}
         values = {k: v for k, v in props.items() if k in known and v is not None}
         meta = values.get("meta")
-        for inspection in ("strings", "dom", "react", "stale"):
+        for inspection in ("strings", "dom", "react", "stale", "shapes", "fill", "objects", "lifecycles"):
             if isinstance(values.get(inspection), str):
                 values[inspection] = json.loads(values[inspection])
         if isinstance(meta, str):

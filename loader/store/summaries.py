@@ -4,6 +4,10 @@
 question would otherwise sort millions of objects for: one row per first-path signature and per
 type, each object's rank among the largest retainers, and per type the list of its objects that
 ``find`` searches (:class:`TypeListing`).
+
+Why this module is long: every inspection a load stores passes through :class:`LoadInput` (computed
+in :meth:`LoadInput.from_analysis`, before redaction where it reads contents, and turned into
+``:Snapshot`` properties and group rows here), so that what a load writes is declared in one place.
 """
 
 from __future__ import annotations
@@ -22,11 +26,15 @@ from heapdb.loader.analysis.ranking import largest_first
 from heapdb.loader.graph import EDGE_KIND_NAMES, NUMERIC_NAME_KINDS, HeapGraph
 from heapdb.loader.inspections.collections import STALE_TOTALS, StaleCollections, stale_collections, stale_objects
 from heapdb.loader.inspections.common import ObjectRow
-from heapdb.loader.inspections.dom import DOM_TOTALS, DetachedDom, detached_dom
+from heapdb.loader.inspections.dom import DOM_TOTALS, DetachedDom, detached_dom, shows_dom
+from heapdb.loader.inspections.fill import FILL_TOTALS, CollectionFill, collection_fill
+from heapdb.loader.inspections.lifecycles import LIFECYCLE_TOTALS, LifecycleLeaks, lifecycle_leaks
+from heapdb.loader.inspections.objects import OBJECT_TOTALS, DuplicateObjects, stored_objects
 from heapdb.loader.inspections.react import REACT_TOTALS, UnmountedFibers, unmounted_fibers
-from heapdb.loader.inspections.strings import STRING_TOTALS, DuplicateStrings, stored_strings
+from heapdb.loader.inspections.strings import STRING_TOTALS, DuplicateStrings, stored_strings, string_contents
+from heapdb.loader.inspections.unbound import ShapeTable, shapes_of
 from heapdb.loader.paths import FirstPaths, first_paths, path_hops
-from heapdb.loader.redaction import Redaction, redact_graph, redacted_strings
+from heapdb.loader.redaction import Redaction, redact_graph, redacted_objects, redacted_strings
 from heapdb.loader.rules.summary import bucket_totals
 from heapdb.loader.store.bulk import NULL
 from heapdb.loader.store.listings import DroppedReferences, TypeListing
@@ -105,6 +113,18 @@ class LoadInput:
     # The collections holding detached DOM or unmounted fibers
     # (heapdb.loader.inspections.collections.stale_collections); None where the format has no DOM.
     stale: StaleCollections | None = None
+    # The Java objects past their lifecycle (heapdb.loader.inspections.lifecycles.lifecycle_leaks);
+    # None where the format shows no classes and fields, or its values were redacted.
+    lifecycles: LifecycleLeaks | None = None
+    # The collections by fill (heapdb.loader.inspections.fill.collection_fill); None where the format
+    # shows no capacities, or its values were redacted.
+    fill: CollectionFill | None = None
+    # The duplicate objects a load stores (heapdb.loader.inspections.objects.stored_objects); None
+    # where the format shows no object's contents.
+    objects: DuplicateObjects | None = None
+    # Every shape of a V8 snapshot, for `heapdb unbound` (heapdb.loader.inspections.unbound.shapes_of);
+    # None for other formats.
+    shapes: ShapeTable | None = None
 
     @classmethod
     def from_analysis(
@@ -127,12 +147,15 @@ class LoadInput:
         ``result.transient``: what the distances followed last, first paths follow last too); the
         default is ``result.retaining`` for both.
 
-        With a ``redaction``, the duplicate strings are worked out from the whole contents, then
-        everything else from the redacted graph, which is what the load stores."""
-        strings = stored_strings(graph, result)
+        With a ``redaction``, the duplicate strings and objects are worked out from the whole
+        contents, then everything else from the redacted graph, which is what the load stores."""
+        found = string_contents(graph)  # both read the strings' contents
+        strings = stored_strings(graph, result, found)
+        objects = stored_objects(graph, result, found)
         if redaction is not None:
             strings = None if strings is None else redacted_strings(strings, graph, redaction)
             graph = redact_graph(graph, redaction)
+            objects = None if objects is None else redacted_objects(objects, graph, redaction)
         paths = first_paths(graph, result.retaining, result.transient)
         return cls(
             graph=graph,
@@ -154,6 +177,10 @@ class LoadInput:
             dom=detached_dom(graph, result, paths, source=""),
             react=unmounted_fibers(graph, result, paths, source=""),
             stale=_stale(graph, result, paths),
+            lifecycles=lifecycle_leaks(graph, result, paths, source=""),
+            fill=collection_fill(graph, result, paths, source=""),
+            objects=objects,
+            shapes=shapes_of(graph, result) if shows_dom(graph.meta.get("format")) else None,  # V8's kinds
         )
 
     def dropped_references(self) -> DroppedReferences | None:
@@ -294,7 +321,8 @@ class LoadInput:
         """The ``:Snapshot`` properties ``dom``, ``react`` and ``stale``: JSON text of each
         inspection's totals and its largest objects (the groups of the first two are nodes,
         :meth:`group_rows`; the few rows of the third are kept whole here); nothing where the format
-        has no DOM."""
+        has no DOM. And ``objects``, the duplicate objects' totals (their rows are group nodes too),
+        where the format shows objects' contents."""
         found: dict[str, str] = {}
         for name, answer, totals in (("dom", self.dom, DOM_TOTALS), ("react", self.react, REACT_TOTALS)):
             if answer is not None:
@@ -302,7 +330,33 @@ class LoadInput:
         if self.stale is not None:
             rows = [asdict(r) for r in self.stale.rows]
             found["stale"] = json.dumps({**{f: getattr(self.stale, f) for f in STALE_TOTALS}, "rows": rows})
+        if self.lifecycles is not None:  # at most lifecycles.KEPT groups, each with its trace: kept whole
+            groups = [asdict(g) for g in self.lifecycles.groups]
+            leaking = {f: getattr(self.lifecycles, f) for f in LIFECYCLE_TOTALS}
+            found["lifecycles"] = json.dumps({**leaking, "groups": groups})
+        if self.fill is not None:  # a few hundred types and rows at most: kept whole, as stale's
+            kept = {"types": [asdict(t) for t in self.fill.types], "rows": [asdict(r) for r in self.fill.rows]}
+            found["fill"] = json.dumps({**{f: getattr(self.fill, f) for f in FILL_TOTALS}, **kept})
+        if self.objects is not None:  # the totals; the rows are :ObjectGroup nodes (object_groups)
+            found["objects"] = json.dumps({f: getattr(self.objects, f) for f in OBJECT_TOTALS})
+        if self.shapes is not None:
+            found["shapes"] = json.dumps({"shapes": len(self.shapes.shapes)})
         return found
+
+    def object_groups(self) -> list[list[Any]]:
+        """One row per duplicated object content kept (``:ObjectGroup``; see groups.CREATE_OBJECT_GROUPS)."""
+        if self.objects is None:
+            return []
+        return [
+            [
+                *(getattr(r, f) for f in ("key", "type", "value", "size", "count", "retained_size", "wasted")),
+                r.example_id,
+                [o.type for o in r.owners],
+                [o.copies for o in r.owners],
+                [o.example_id for o in r.owners],
+            ]
+            for r in self.objects.rows
+        ]
 
     def detached_groups(self) -> list[list[Any]]:
         """One row per holder path of detached trees kept (``:DetachedGroup``; see groups.CREATE_DETACHED_GROUPS)."""
@@ -325,8 +379,10 @@ class LoadInput:
             "PathGroup": self.path_groups(),
             "TypeGroup": self.type_groups(),
             "StringGroup": self.string_groups(),
+            "ObjectGroup": self.object_groups(),
             "DetachedGroup": self.detached_groups(),
             "FiberGroup": self.fiber_groups(),
+            "ShapeGroup": [] if self.shapes is None else self.shapes.rows(),
         }
 
     def root_groups_property(self) -> dict[str, list[int]]:

@@ -35,7 +35,10 @@ LONGEST = (
     "tests/test_gate_inspections.py",
     "tests/test_path_verdicts.py",
     "tests/test_strings_stored.py",
+    "tests/test_objects_stored.py",
+    "tests/test_inspections_objects.py",
     "tests/test_dom_stored.py",
+    "tests/test_inspections_lifecycles.py",
     "tests/fuzz/test_readers.py",
     "tests/test_lifecycle.py",
 )

@@ -1,11 +1,21 @@
-"""Real Java heap dumps for the tests: tests/java/Leak.java run in its own JVM, dumped with ``jcmd``."""
+"""Real Java heap dumps for the tests and benchmarks: the programs of tests/java/ run in their own JVM,
+dumped with ``jcmd``."""
 
 from __future__ import annotations
 
 import subprocess
 from pathlib import Path
 
-JAVA_DIR = Path(__file__).resolve().parent.parent / "java"
+JAVA_DIR = Path(__file__).resolve().parent.parent / "tests" / "java"
+# tests/java/LifecycleLeak.java and its stand-ins for Android's classes (tests/java/lifecycle/).
+LIFECYCLE_SOURCES = (
+    "LifecycleLeak.java",
+    "lifecycle/android/app/Activity.java",
+    "lifecycle/android/app/Application.java",
+    "lifecycle/android/app/Fragment.java",
+    "lifecycle/android/view/View.java",
+    "lifecycle/android/view/inputmethod/InputMethodManager.java",
+)
 
 
 def compile_java(out: Path, *sources: str, classpath: Path | None = None) -> Path:

@@ -1,0 +1,103 @@
+"""Java and Android leak status in a stored snapshot: the objects past their lifecycle a load found
+(``heapdb lifecycles``), and the labels of a why-alive path's objects (``heapdb why``).
+
+Why the labels of a why-alive path are worked out at question time, not at load: a path is
+whatever the question asked for (``--k`` more paths, ``--ignore`` lists), and its labels depend on
+the whole path (a label propagates from the last object in use and from the first one past its
+life), so no per-object figure stored at load would give them. A path is short, and the rules read
+little: the path's objects, their classes and super classes, and a field or two (stored query
+``object-facts``, a level of classes per call), decoded as ``heapdb object`` decodes an object's
+primitive values. The leak list, which looks at every instance of the lifecycle classes, is
+computed at load from the graph (:mod:`heapdb.loader.inspections.lifecycles`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from heapdb.errors import NotComputed
+from heapdb.loader.graph import SYNTHETIC_KIND
+from heapdb.loader.inspections.leak_status import (
+    Evaluation,
+    Inspectors,
+    ObjectFacts,
+    PathLabels,
+    label_path,
+    library_note,
+    short_name,
+    team_inspectors,
+)
+from heapdb.loader.inspections.lifecycles import LifecycleLeaks, from_stored, shows_lifecycles
+from heapdb.loader.store import Snapshot
+from heapdb.queries import params
+from heapdb.queries.base import Asking, SnapshotRef
+from heapdb.queries.results import RetainerPath
+
+JAVA_CLASS = "java.lang.Class"  # a class object's type: a trace names it by its class instead
+
+
+class StoredFacts:
+    """Objects' facts from a stored snapshot, keyed by object id (stored query ``object-facts``)."""
+
+    def __init__(self, asking: Asking, tag: str, names: frozenset[str]) -> None:
+        self.asking, self.tag, self.names = asking, tag, sorted(names)
+
+    def facts(self, objects: Sequence[int]) -> Mapping[int, ObjectFacts]:
+        rows = self.asking._run("object-facts", tag=self.tag, ids=list(objects), names=self.names)
+        found: dict[int, ObjectFacts] = {}
+        for row in rows:
+            references: dict[str, int] = {}
+            for name, target in sorted(row["refs"], key=lambda r: (r[0], r[1])):
+                references.setdefault(name, target)
+            found[row["id"]] = ObjectFacts(row["type"], row["name"] or "", row["values"], row["layout"], references)
+        return found
+
+
+def path_labels(
+    asking: Asking, snapshot: Snapshot, paths: Sequence[RetainerPath], inspectors: Inspectors | None = None
+) -> tuple[PathLabels, ...] | None:
+    """The labels of each of ``paths`` (why-alive paths of ``snapshot``); None where the format shows
+    no classes and fields, so that other snapshots' answers stay as they were."""
+    if not shows_lifecycles(snapshot.format):
+        return None
+    inspectors = inspectors if inspectors is not None else team_inspectors()
+    evaluation = Evaluation(inspectors, StoredFacts(asking, snapshot.tag, inspectors.names))
+    evaluation.prefetch(o.id for path in paths for o in path.objects if o.kind != SYNTHETIC_KIND)
+    found = []
+    for path in paths:
+        statuses = [None if o.kind == SYNTHETIC_KIND else evaluation.status(o.id) for o in path.objects]
+        for i, reference in enumerate(path.references):  # a known library leak: a note on the field's holder
+            own = statuses[i]
+            leak = None if own is None else evaluation.library_leak(path.objects[i].id, reference.name)
+            if own is not None and leak is not None:
+                statuses[i] = replace(own, labels=(*own.labels, library_note(leak)))
+        names = [short_name(o.name if o.type == JAVA_CLASS and o.name else o.type) for o in path.objects]
+        found.append(label_path(statuses, names))
+    return tuple(found)
+
+
+class LifecycleQuestions(Asking):
+    def lifecycles(self, ref: SnapshotRef, p: params.Lifecycles = params.Lifecycles()) -> LifecycleLeaks:
+        """The objects past their lifecycle the load stored, grouped by suspect references, as
+        :func:`heapdb.loader.inspections.lifecycles.lifecycle_leaks` lists a file's;
+        :class:`NotComputed` where the load did not compute them."""
+        snapshot = self.snapshot(ref)
+        stored: dict[str, Any] | None = snapshot.lifecycles
+        if stored is None:
+            raise lifecycles_not_computed(snapshot)
+        return from_stored(snapshot.tag, stored, p.limit)
+
+
+def lifecycles_not_computed(snapshot: Snapshot) -> NotComputed:
+    """Why ``snapshot`` has no leak list, and what to do."""
+    if not shows_lifecycles(snapshot.format):
+        return NotComputed(
+            f"{snapshot.format} snapshots show no Java classes and field values (snapshot {snapshot.tag!r})"
+        )
+    return NotComputed(
+        f"objects past their lifecycle were not computed for snapshot {snapshot.tag!r}: it was stored by an older "
+        "heapdb, reanalysed from the store (which keeps no instance's class layout in memory) or loaded with its "
+        f"values redacted; load its file again with `heapdb load FILE --tag {snapshot.tag} --replace`"
+    )

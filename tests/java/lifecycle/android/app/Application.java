@@ -1,0 +1,5 @@
+package android.app;
+
+/** A stand-in for Android's Application: one per process, never leaking. */
+public class Application {
+}
