@@ -12,7 +12,7 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -34,6 +34,9 @@ logging.getLogger("neo4j").addHandler(logging.NullHandler())
 DRIVER_RETRY_SECONDS = 5.0
 
 T = TypeVar("T")
+
+# One query of a transaction: its Cypher and parameters in, its rows as dicts out (Database.reading).
+Reader = Callable[[str, Mapping[str, Any]], list[dict[str, Any]]]
 
 # Neo4j's status codes for a transaction stopped at its timeout (the client's or the server's setting).
 TIMEOUT_CODES = frozenset(
@@ -89,17 +92,24 @@ class Database:
         return self.driver.session(database=self.name, default_access_mode=access)
 
     def read(
-        self, cypher: str, parameters: dict[str, Any] | None = None, timeout: float | None = None
+        self, cypher: str, parameters: Mapping[str, Any] | None = None, timeout: float | None = None
     ) -> list[dict[str, Any]]:
         """Run a read-only query in its own transaction and return its rows as dicts."""
+        return self.reading(lambda run: run(cypher, parameters or {}), timeout)
+
+    def reading(self, work: Callable[[Reader], T], timeout: float | None = None) -> T:
+        """``work(run)`` in one read-only transaction, where ``run(cypher, parameters)`` returns a
+        query's rows as dicts. A question that needs several queries asks them this way: each
+        transaction costs its own round trips to begin and commit, which under load cost as much
+        as a small query (``work`` may run again when the driver retries, so it only reads)."""
 
         @neo4j.unit_of_work(timeout=timeout)
-        def work(tx: neo4j.ManagedTransaction) -> list[dict[str, Any]]:
-            return [_row(r) for r in tx.run(cypher, parameters or {})]
+        def transaction(tx: neo4j.ManagedTransaction) -> T:
+            return work(lambda cypher, parameters: [_row(r) for r in tx.run(cypher, dict(parameters))])
 
-        def run() -> list[dict[str, Any]]:
+        def run() -> T:
             with translate_errors(self.connection), self.session(read_only=True) as session:
-                return session.execute_read(work)
+                return session.execute_read(transaction)
 
         return self.answering(run)
 

@@ -101,6 +101,17 @@ class ReferencesLoading(StillLoading):
     """A question that follows references, asked while a load is still writing them."""
 
 
+class StillComputing(HeapdbError):
+    """An answer that takes longer than a request may wait (``HEAPDB_ANSWER_WAIT``): it is still
+    being worked out, and the same request answers from it once it is done (``Retry-After``)."""
+
+    http_status = 503
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 class SummaryOnly(HeapdbError):
     """A question that reads objects, asked of a snapshot pruned to its summaries (``heapdb prune``).
 

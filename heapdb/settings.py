@@ -327,6 +327,16 @@ PRUNE_EVERY = Variable(
     default=3600.0,
     help="Seconds between scheduled prunes (the first runs at start-up).",
 )
+ANSWER_WAIT = Variable(
+    name="HEAPDB_ANSWER_WAIT",
+    parse=seconds(0.0, above=True),
+    # Below a client's usual timeout (10 s for heapdb's own, 30 s for most), so that a slow answer
+    # comes back as a 503 that says why, while every other request keeps being answered.
+    default=5.0,
+    help="Seconds a service request waits for an answer that is still being worked out (the first comparison "
+    "of two large snapshots, say) before it answers 503 with Retry-After; the work goes on and the next "
+    "request for it is answered from it.",
+)
 WARM_UP = Variable(
     name="HEAPDB_WARM_UP",
     parse=seconds(0.0, 3600.0),

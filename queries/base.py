@@ -55,6 +55,11 @@ class Asking:
     def _run(self, name: str, **parameters: Any) -> list[dict[str, Any]]:
         return catalog.run(self.database, name, parameters, timeout=self.timeout)
 
+    def _reading(self, work: Callable[[catalog.Ask], T]) -> T:
+        """``work(ask)`` with ``ask(name, parameters)`` running stored queries in one transaction
+        (:func:`heapdb.queries.catalog.reading`): for a question that needs several."""
+        return catalog.reading(self.database, work, timeout=self.timeout)
+
     def snapshots(self) -> list[Snapshot]:
         """The ready snapshots the caller may read, oldest first."""
         found = [Snapshot.from_properties(row["snapshot"]) for row in self._run("snapshots")]
@@ -82,7 +87,7 @@ class Asking:
         if (objects or all_objects) and found.summary:
             raise summary_only(found)
         if all_objects and not found.objects_ready:
-            refusal = catalog.still_loading(self.database, found.tag, "objects", "this question reads them all")
+            refusal = catalog.still_loading(self.database.read, found.tag, "objects", "this question reads them all")
             if refusal is not None:
                 raise refusal
         return found
@@ -144,5 +149,8 @@ class Asking:
         """:class:`ObjectsLoading` if the snapshot's load is still writing objects (read afresh): an
         answer about ``object_id`` missing the object or one on its way from the root is not final."""
         return catalog.still_loading(
-            self.database, snapshot.tag, "objects", f"object {object_id} or one on its way from the root is not in yet"
+            self.database.read,
+            snapshot.tag,
+            "objects",
+            f"object {object_id} or one on its way from the root is not in yet",
         )

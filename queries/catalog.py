@@ -23,18 +23,20 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, TypeVar
 
-from heapdb.db import Database
+from heapdb.db import Database, Reader
 from heapdb.errors import Forbidden, NotFound, ObjectsLoading, ParameterError, ReferencesLoading, StillLoading
 from heapdb.scopes import EVERYTHING, Scope, no_snapshot
 
 TYPES = ("string", "int", "bool", "list<string>", "list<int>")
 # What a query may need written in full before it answers (`// needs:`), in the order a load writes them.
+T = TypeVar("T")
+
 NEEDS = ("objects", "references")
 # The parameters that name a snapshot by its tag (`tags`: several), in the stored queries that take
 # one: what a load may still be writing (run), and what a caller's scope is checked against
@@ -338,23 +340,50 @@ def run(
     """Run a stored query in a read-only transaction with ``timeout`` seconds; return its rows.
     A caller's own query says its ``scope`` (:meth:`StoredQuery.check_scope`); the questions' run
     theirs after checking their snapshots themselves."""
-    query = get(name)
-    bound = query.bind(parameters or {})
-    query.check_scope(bound, scope)
-    if query.needs is not None:
-        for key in SNAPSHOT_PARAMETERS:
-            if isinstance(bound.get(key), str):
-                refusal = still_loading(database, bound[key], query.needs, f"{query.name!r} reads them")
-                if refusal is not None:
-                    raise refusal
-    return database.read(query.cypher, bound, timeout=timeout)
+    return reading(database, lambda ask: ask(name, parameters or {}), timeout=timeout, scope=scope)
 
 
-def still_loading(database: Database, tag: str, needs: str, why: str) -> StillLoading | None:
+# A stored query asked within a transaction: its name and parameters in, its rows out (reading).
+Ask = Callable[[str, Mapping[str, Any]], list[dict[str, Any]]]
+
+
+def reading(
+    database: Database, work: Callable[[Ask], T], *, timeout: float | None = None, scope: Scope = EVERYTHING
+) -> T:
+    """``work(ask)`` in one read-only transaction of at most ``timeout`` seconds, where
+    ``ask(name, parameters)`` runs a stored query and returns its rows: a question that needs
+    several queries pays for one transaction's round trips (:meth:`~heapdb.db.Database.reading`).
+
+    A query that needs a snapshot's objects or references is refused while its load still writes
+    them (:func:`still_loading`), checked in the same transaction, once per snapshot and need."""
+
+    def transaction(read: Reader) -> T:
+        checked: set[tuple[str, str]] = set()
+
+        def ask(name: str, parameters: Mapping[str, Any]) -> list[dict[str, Any]]:
+            query = get(name)
+            values = query.bind(parameters)
+            query.check_scope(values, scope)
+            if query.needs is not None:
+                for tag in (values.get(key) for key in SNAPSHOT_PARAMETERS):
+                    if isinstance(tag, str) and (tag, query.needs) not in checked:
+                        refusal = still_loading(read, tag, query.needs, f"{query.name!r} reads them")
+                        if refusal is not None:
+                            raise refusal
+                        checked.add((tag, query.needs))
+            return read(query.cypher, values)
+
+        return work(ask)
+
+    return database.reading(transaction, timeout)
+
+
+def still_loading(read: Reader, tag: str, needs: str, why: str) -> StillLoading | None:
     """The error for a question that needs all of a snapshot's ``needs`` (one of :data:`NEEDS`)
-    while its load is still writing them, read afresh; None when they are all written (or the tag
-    has no ready snapshot: the question itself says so). ``why`` ends the first clause."""
-    rows = database.read(
+    while its load is still writing them, read afresh with ``read`` (a database's
+    :meth:`~heapdb.db.Database.read`, or a query of a transaction); None when they are all written
+    (or the tag has no ready snapshot: the question itself says so). ``why`` ends the first clause."""
+    rows = read(
         "MATCH (s:Snapshot {tag: $tag, status: 'ready'}) "
         "RETURN s.objects_ready = false AS objects, s.objects_written AS objects_written, "
         "s.object_count AS object_count, s.references_ready = false AS references, "

@@ -29,6 +29,11 @@ class ObjectColumns:
     self_size: np.ndarray
     retained_size: np.ndarray
 
+    @property
+    def nbytes(self) -> int:
+        """What the columns hold in memory, for a cache's byte budget (type names are few)."""
+        return self.ids.nbytes + self.type.nbytes + self.self_size.nbytes + self.retained_size.nbytes
+
     @classmethod
     def from_rows(cls, objects: Sequence[Sequence[object]]) -> ObjectColumns:
         """From ``[id, type, self_size, retained_size]`` rows (stored query ``object-columns``)."""

@@ -25,7 +25,7 @@ from heapdb.loader.inspections.react import REACT_TOTALS, UnmountedComponent, Un
 from heapdb.loader.inspections.strings import STRING_TOTALS, DuplicateString, DuplicateStrings, StringOwner
 from heapdb.loader.store import DroppedReferences, Snapshot
 from heapdb.loader.values import decode
-from heapdb.queries import ignoring, params
+from heapdb.queries import catalog, ignoring, params
 from heapdb.queries.base import Asking, SnapshotRef
 from heapdb.queries.lifecycle import path_labels
 from heapdb.queries.params import MAX_LIMIT
@@ -181,8 +181,16 @@ class SnapshotQuestions(Asking):
         stored query ``object`` gives the same rows in one call, but sorts every reference of a hub.
         """
         snapshot = self.snapshot(ref, objects=True)
-        incoming, outgoing = (self._level(snapshot, object_id, d, 0, p.limit) for d in ("in", "out"))
-        values = self._run("object-values", tag=snapshot.tag, id=object_id)
+        level = {"tag": snapshot.tag, "id": object_id, "offset": 0, "limit": p.limit}
+        held_by, holds, values = self._reading(
+            lambda ask: [
+                ask(LEVEL_QUERIES["in"], level),
+                ask(LEVEL_QUERIES["out"], level),
+                ask("object-values", {"tag": snapshot.tag, "id": object_id}),
+            ]
+        )
+        incoming = self._as_level(snapshot, object_id, "in", 0, held_by)
+        outgoing = self._as_level(snapshot, object_id, "out", 0, holds)
         return ObjectDetails(
             tag=snapshot.tag,
             object=incoming.object,
@@ -197,6 +205,12 @@ class SnapshotQuestions(Asking):
         """One level of the object's retainers (``direction`` "in") or containment ("out") tree: a
         page of its references, weak ones listed and marked (stored queries :data:`LEVEL_QUERIES`)."""
         rows = self._run(LEVEL_QUERIES[direction], tag=snapshot.tag, id=object_id, offset=offset, limit=limit)
+        return self._as_level(snapshot, object_id, direction, offset, rows)
+
+    def _as_level(
+        self, snapshot: Snapshot, object_id: int, direction: str, offset: int, rows: list[dict[str, Any]]
+    ) -> ReferenceLevel:
+        """The rows of a level's stored query as the level (:class:`NotFound` when there are none)."""
         if not rows:
             raise self._not_found(snapshot, object_id)
         this = ObjectInfo.from_row(rows[0]["object"])
@@ -430,30 +444,41 @@ class SnapshotQuestions(Asking):
         biggest parts of the subtree come first.
         """
         snapshot = self.snapshot(ref, objects=True)
-        target = self._object(snapshot, object_id)
-        objects, edges = [target], []
-        frontier = [target.id] if target.retained_count > 1 else []
-        truncated = False
-        for _level in range(p.depth):
-            if not frontier:
-                break
-            room = p.limit - len(objects) + 1  # the target does not count against the limit
-            if room <= 0:
-                truncated = True
-                break
-            # One row more than there is room for tells whether the level was cut.
-            rows = self._run("dominated", tag=snapshot.tag, ids=frontier, limit=min(MAX_LIMIT, room + 1))
-            if len(rows) > room:
-                truncated, rows = True, rows[:room]
-            frontier = []
-            for row in rows:
-                child = ObjectInfo.from_row(row["child"])
-                objects.append(child)
-                edges.append((row["parent"], child.id))
-                if child.retained_count > 1:
-                    frontier.append(child.id)
-        else:
-            truncated = truncated or bool(frontier)
+
+        def walk(ask: catalog.Ask) -> tuple[list[ObjectInfo], list[tuple[int, int]], bool]:
+            found = ask("object-brief", {"tag": snapshot.tag, "id": object_id})
+            if not found:
+                return [], [], False  # said outside the transaction (telling why reads afresh)
+            target = ObjectInfo.from_row(found[0]["object"])
+            objects, edges = [target], []
+            frontier = [target.id] if target.retained_count > 1 else []
+            truncated = False
+            for _level in range(p.depth):
+                if not frontier:
+                    break
+                room = p.limit - len(objects) + 1  # the target does not count against the limit
+                if room <= 0:
+                    truncated = True
+                    break
+                # One row more than there is room for tells whether the level was cut.
+                rows = ask("dominated", {"tag": snapshot.tag, "ids": frontier, "limit": min(MAX_LIMIT, room + 1)})
+                if len(rows) > room:
+                    truncated, rows = True, rows[:room]
+                frontier = []
+                for row in rows:
+                    child = ObjectInfo.from_row(row["child"])
+                    objects.append(child)
+                    edges.append((row["parent"], child.id))
+                    if child.retained_count > 1:
+                        frontier.append(child.id)
+            else:
+                truncated = truncated or bool(frontier)
+            return objects, edges, truncated
+
+        objects, edges, truncated = self._reading(walk)
+        if not objects:
+            raise self._not_found(snapshot, object_id)
+        target = objects[0]
         return Retains(
             tag=snapshot.tag,
             target=target,

@@ -31,7 +31,10 @@ class SuspectQuestions(Asking):
         if min_retained < early_suspect_floor(reachable) and not snapshot.objects_ready:
             # A load writes first the objects retaining at least that floor (and their descents).
             refusal = catalog.still_loading(
-                self.database, tag, "objects", f"suspects below {EARLY_SUSPECT_SHARE:.1%} of the heap read them all"
+                self.database.read,
+                tag,
+                "objects",
+                f"suspects below {EARLY_SUSPECT_SHARE:.1%} of the heap read them all",
             )
             if refusal is not None:
                 raise refusal

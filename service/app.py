@@ -295,7 +295,7 @@ def create_app(
     api_token = token if token is not None else settings.API_TOKEN.get()
     write_token = settings.API_WRITE_TOKEN.get()
     tokens = access.Tokens(handle.get) if access.enabled() else None
-    cache = AnswerCache()
+    cache = AnswerCache(wait=settings.ANSWER_WAIT.value())
     _schedule_pruning(app, handle)
     warmup.schedule(app, handle.get, cache)
 
@@ -304,8 +304,8 @@ def create_app(
 
     @app.exception_handler(HeapdbError)
     async def heapdb_error(request: Request, error: HeapdbError) -> Response:
-        page = pages.error_page(request, error.http_status, str(error))
         retry = getattr(error, "retry_after", None)
+        page = pages.error_page(request, error.http_status, str(error), retry)
         headers = {"Retry-After": str(retry)} if retry is not None else None
         return page or JSONResponse({"error": str(error)}, status_code=error.http_status, headers=headers)
 

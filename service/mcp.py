@@ -34,7 +34,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from heapdb import __version__, db
+from heapdb import __version__, db, settings
 from heapdb.errors import HeapdbError
 from heapdb.queries import catalog, params, results
 from heapdb.queries.cache import AnswerCache
@@ -281,7 +281,7 @@ def build_server(
     """
     handle = DatabaseHandle(connect)
     query_timeout = params.query_timeout(timeout)
-    cache = AnswerCache()
+    cache = AnswerCache(wait=settings.ANSWER_WAIT.value())
     server = MCPServer("heapdb", version=__version__, instructions=INSTRUCTIONS)
     tools = Tools(
         lambda: Questions(handle.get(), query_timeout, cache, scope=access.current()), handle.get, pages or Pages()

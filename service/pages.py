@@ -403,13 +403,17 @@ def retained_tree(retains: Retains) -> dict[str, Any]:
     return node(retains.target.id)
 
 
-def error_page(request: Request, status: int, message: str) -> Response | None:
-    """An HTML error for a page request (None for the API and JSON twins, which answer JSON)."""
+def error_page(request: Request, status: int, message: str, retry_after: int | None = None) -> Response | None:
+    """An HTML error for a page request (None for the API and JSON twins, which answer JSON). With
+    ``retry_after`` (an answer still being worked out), the page asks again by itself then."""
     path = request.url.path
     if links.is_api(path) or path.endswith(JSON_SUFFIX) or wants_json(request, False):
         return None
-    html = templates.get_template("error.html").render(status=status, message=message, json_twin=None)
-    return HTMLResponse(html, status_code=status)
+    html = templates.get_template("error.html").render(
+        status=status, message=message, json_twin=None, retry_after=retry_after
+    )
+    headers = None if retry_after is None else {"Retry-After": str(retry_after)}
+    return HTMLResponse(html, status_code=status, headers=headers)
 
 
 def _fill_of(ask: Questions, found: Snapshot) -> CollectionFill | None:

@@ -106,9 +106,18 @@ class WarmUp:
         if self._seconds <= 0:
             return
         self._deadline = time.monotonic() + self._seconds
-        snapshots = self._attempt("questions asked", self._ask)
-        if snapshots:
-            self._attempt("parts of snapshots read into Neo4j's page cache", lambda: self._read(snapshots))
+        # Before the port opens no request waits on the cache: each answer is let finish (within
+        # the warm-up's own time), rather than left to a thread as a request's would be.
+        patience = None if self._cache is None else self._cache.wait
+        if self._cache is not None:
+            self._cache.wait = None
+        try:
+            snapshots = self._attempt("questions asked", self._ask)
+            if snapshots:
+                self._attempt("parts of snapshots read into Neo4j's page cache", lambda: self._read(snapshots))
+        finally:
+            if self._cache is not None:
+                self._cache.wait = patience
 
     def stop(self) -> None:
         self._stopping.set()
