@@ -304,6 +304,7 @@ def report(phase: Phase, seconds: float) -> dict:
         out["by_kind"][kind] = {
             "count": len(asked),
             "non_200": len(asked) - len(times),
+            "status": dict(Counter(r.status for r in asked if r.status != 200)),
             "p50": round(percentile(times, 50), 1),
             "p99": round(percentile(times, 99), 1),
             "max": round(max(times, default=0), 1),
