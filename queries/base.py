@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from heapdb.db import Database
-from heapdb.errors import HeapdbError, NotFound, OutdatedSnapshot, StillLoading
+from heapdb.errors import HeapdbError, NotFound, ObjectsLoading, OutdatedSnapshot, StillLoading
 from heapdb.loader.store import STORE_VERSION, Snapshot
 from heapdb.loader.store.listings import TypeListing
 from heapdb.loader.store.prune import summary_only
@@ -140,10 +140,18 @@ class Asking:
         return ObjectInfo.from_row(rows[0]["object"])
 
     def _not_found(self, snapshot: Snapshot, object_id: int) -> HeapdbError:
-        """No such object: :class:`NotFound`, or :class:`ObjectsLoading` while the load may still write it."""
-        return self._unwritten(snapshot, object_id) or NotFound(
-            f"no object with id {object_id} in snapshot {snapshot.tag!r}"
-        )
+        """No such object: :class:`NotFound`, or :class:`ObjectsLoading` while the load may still write it.
+
+        Also when the load finished writing its objects while the question was asked (``snapshot``,
+        looked up as it came in or up to a second before, said they were not all written): the object may have been written
+        after the question looked for it, and only asking again tells."""
+        unwritten = self._unwritten(snapshot, object_id)
+        if unwritten is None and not snapshot.objects_ready:
+            unwritten = ObjectsLoading(
+                f"snapshot {snapshot.tag!r} finished loading its objects while this question was asked, and object "
+                f"{object_id} or one on its way from the root may have come in meanwhile; ask again"
+            )
+        return unwritten or NotFound(f"no object with id {object_id} in snapshot {snapshot.tag!r}")
 
     def _unwritten(self, snapshot: Snapshot, object_id: int) -> StillLoading | None:
         """:class:`ObjectsLoading` if the snapshot's load is still writing objects (read afresh): an
