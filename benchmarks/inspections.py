@@ -15,9 +15,14 @@ average before and after. The input is a real Node snapshot: ``--snapshot FILE``
 ``tests/js/leak.js`` grown to ``--v8-units`` leak units (~220 MB at 139,000), as
 ``benchmarks.analysis`` makes it.
 
+With ``--hprof DUMP`` (a Java heap dump: ``benchmarks.hprof`` makes them), the same is measured on
+that dump instead: ``heapdb analyze`` without and with ``--strings`` (a Java string's characters are
+read from its value array), and each inspection in process; memlab has no Java analysis.
+
 Usage (from the repository root)::
 
     python -m benchmarks.inspections --v8-units 139000 --repeat 3
+    python -m benchmarks.inspections --hprof /tmp/heapdb-hprof-bench/bigheap-120000.hprof
 """
 
 from __future__ import annotations
@@ -62,7 +67,11 @@ def main() -> None:
     parser.add_argument("--v8-units", type=int, default=139_000, help="leak.js units for the snapshot")
     parser.add_argument("--workdir", default="/tmp/heapdb-bench", help="where the generated snapshot is kept")
     parser.add_argument("--repeat", type=int, default=3, help="runs per command; the fastest is reported")
+    parser.add_argument("--hprof", type=Path, help="a Java heap dump to measure instead of a V8 snapshot")
     args = parser.parse_args()
+    if args.hprof is not None:
+        java(args.hprof, args.repeat)
+        return
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     path = args.snapshot or v8_file(workdir, args.v8_units)
@@ -98,6 +107,28 @@ def main() -> None:
         print(f"  {name}: {seconds:.2f}")
 
 
+def java(path: Path, repeat: int) -> None:
+    """The measurements on a Java heap dump: whole processes, then each inspection in process."""
+    heapdb(path, "--strings")  # numba's kernel cache and the page cache warm
+    commands = {"analyze": partial(heapdb, path), "analyze --strings": partial(heapdb, path, "--strings")}
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in commands}
+    load_before = os.getloadavg()
+    for _ in range(max(1, repeat)):
+        for name, command in commands.items():
+            runs[name].append(command())
+    load_after = os.getloadavg()
+    best = {name: fastest(figures) for name, figures in runs.items()}
+    print(f"{path} ({path.stat().st_size / 2**20:,.0f} MiB); load average before {load_before}, after {load_after}")
+    for name, row in best.items():
+        walls = ", ".join(f"{w:.2f}" for w in row["all_wall_s"])
+        print(f"  {name}: {row['wall_s']:.2f} s (runs {walls}), peak {row['peak_rss_mib']:,.0f} MiB")
+    added = best["analyze --strings"]["wall_s"] / best["analyze"]["wall_s"] - 1
+    print(f"  --strings adds {added:.1%}; {best['analyze --strings']['strings']:,} strings counted")
+    print("in process, what a load adds before it writes (seconds, the fastest of --repeat):")
+    for name, seconds in in_process(path, repeat).items():
+        print(f"  {name}: {seconds:.2f}")
+
+
 def in_process(path: Path, repeat: int) -> dict[str, float]:
     """Each inspection a load computes (``LoadInput.from_analysis``), timed in this process on the
     same file and analysis: what they add to a load's time to first answer."""
@@ -113,7 +144,8 @@ def in_process(path: Path, repeat: int) -> dict[str, float]:
 
     def stale() -> object:
         marked = collections.stale_objects(graph, result)
-        assert marked is not None
+        if marked is None:  # a format without a DOM (a Java dump)
+            return None
         return collections.stale_collections(graph, result, paths, marked, source="")
 
     steps: dict[str, Callable[[], object]] = {

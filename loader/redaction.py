@@ -12,7 +12,8 @@ anything is written:
   the key, a short secret cannot be found by hashing guesses;
 - the names of references matching its ``names`` patterns (a map keyed by e-mail addresses; by
   default, the names no program would write as a field name, :data:`DATA_NAMES`);
-- with ``values``, every primitive value (a Java object's ``int`` fields, an array's elements);
+- with ``values``, every primitive value (a Java object's ``int`` fields, an array's elements, and
+  so every Java string's characters: its duplicate strings show placeholders);
   with string patterns, the ``char[]`` and ``byte[]`` arrays whose text they cover (a Java
   string's contents live there).
 
@@ -210,7 +211,8 @@ def _redacted_names(graph: HeapGraph, redaction: Redaction, table: list[str]) ->
     appended to ``table`` once per content. New entries, not the old ones rewritten: a type or
     field name may share a string's entry."""
     kinds = _string_kinds(graph)
-    if redaction.strings is None or kinds is None:
+    # A Java string's name is not its content: its value array's elements are (_redacted_values).
+    if redaction.strings is None or kinds is None or kinds.instances:
         return graph.name
     found = strings.contents(graph, kinds)
     nodes = np.flatnonzero((found.role != strings.OTHER) & (found.length > 0))
@@ -309,16 +311,14 @@ def redacted_strings(report: DuplicateStrings, graph: HeapGraph, redaction: Reda
     """``report`` (worked out from ``graph``'s whole contents) with the contents ``redaction``
     covers shown as their placeholders and keyed by their hashes: the rows a redacted file gives."""
     kinds = _string_kinds(graph)
-    if kinds is None or redaction.strings is None:
+    # A Java string's characters are primitive values (its value array's): ``values`` covers them all.
+    every = redaction.strings is EVERY_STRING or (kinds is not None and bool(kinds.instances) and redaction.values)
+    if kinds is None or (redaction.strings is None and not every):
         return report
     examples = np.flatnonzero(np.isin(graph.ids, [r.example_id for r in report.rows]))
     node_of = dict(zip(graph.ids[examples].tolist(), examples.tolist(), strict=True))
     lengths = [strings.key_parts(r.key)[2] for r in report.rows]
-    texts = (
-        None
-        if redaction.strings is EVERY_STRING
-        else strings.text_of(graph, [node_of[r.example_id] for r in report.rows], lengths, kinds)
-    )
+    texts = None if every else strings.text_of(graph, [node_of[r.example_id] for r in report.rows], lengths, kinds)
     rows = []
     for i, row in enumerate(report.rows):
         h1, h2, length = strings.key_parts(row.key)

@@ -220,6 +220,7 @@ class JobRunner:
         self._children: dict[str, subprocess.Popen[bytes]] = {}
         self._cancelled: set[str] = set()
         self._stopping = False
+        self._started = float("inf")  # when start() ran (time.time()): spool files since are this service's
 
     # Files of a job in the spool directory; all removed when the job ends.
     def snapshot_file(self, job_id: str) -> Path:
@@ -236,6 +237,7 @@ class JobRunner:
         """Start the pool, and recover what a previous service process left (in the background:
         the service answers while Neo4j is still away, and recovery retries until it is back)."""
         self.spool.mkdir(parents=True, exist_ok=True)
+        self._started = time.time()
         self._pool = ThreadPoolExecutor(self.loads, thread_name_prefix="heapdb-load")
         threading.Thread(target=self._recover_until_done, name="heapdb-job-recovery", daemon=True).start()
 
@@ -274,9 +276,17 @@ class JobRunner:
         self._remove_orphans()
 
     def _remove_orphans(self) -> None:
-        """Spool files of no unfinished job: uploads cut off by a dead service, loads whose job ended."""
+        """Spool files of no unfinished job: uploads cut off by a dead service, loads whose job ended.
+
+        Never a file written since this service started: recovery runs while the service already
+        takes uploads, and one that arrived after the jobs were listed is no orphan."""
         live = {j.id for j in self.store.unfinished_here()}
         for path in self.spool.iterdir():
+            try:
+                if path.stat().st_mtime >= self._started:
+                    continue
+            except FileNotFoundError:  # its job ended meanwhile and took it
+                continue
             job_id, _, rest = path.name.partition(".")
             if rest.endswith("upload"):  # <id>.<pid>.upload: being received by that service
                 pid = rest.split(".")[0]

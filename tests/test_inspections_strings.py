@@ -222,7 +222,11 @@ def test_a_cycle_of_concatenations_ends() -> None:
 
 def test_a_format_without_strings_has_no_answer() -> None:
     graph = small_graph(random.Random(1), 10)
-    graph.meta["format"] = "hprof"
-    assert formats.HPROF.strings is None
+    graph.meta["format"] = "unknown"  # a graph no reader wrote: no format declares its strings
+    assert formats.named("unknown") is None
     assert strings.string_groups(graph, analysis.analyze(graph)) is None
     assert strings.duplicate_strings(graph, analysis.analyze(graph), source="x", limit=5) is None
+    # hprof declares its strings by class, which a graph without java.lang.String instances has not.
+    graph.meta["format"] = "hprof"
+    grouped = strings.string_groups(graph, analysis.analyze(graph))
+    assert grouped is not None and grouped.strings == 0

@@ -372,6 +372,12 @@ def test_a_service_that_requires_redaction_takes_only_redacted_uploads(
         assert job["phase"] == "failed" and "was not redacted" in job["error"]
         assert leaks(job, secrets) == []
 
+        # A refusal comes before the file is read and redacted: a file no reader takes says nothing.
+        unread = tmp_path / "never-read.heapsnapshot"
+        unread.write_bytes(b"not a snapshot at all")
+        early = CliRunner().invoke(main, ["push", str(unread), "--tag", "early", "--server", url, "--token", "wrong"])
+        assert early.exit_code != 0 and "the service refused (401)" in early.output, early.output
+
         tag = f"test-pushed-{uuid.uuid4().hex[:8]}"
         pushed = CliRunner().invoke(
             main, ["push", str(path), "--tag", tag, "--server", url, "--token", WRITE, "--wait", "--json"]

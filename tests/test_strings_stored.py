@@ -10,6 +10,7 @@ gets an answer that says so and what to do, never an error of heapdb's own.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -31,6 +32,8 @@ from tests.support.pages import SCREENSHOTS
 from tests.support.serving import served
 from tests.support.snapshots import LUAU_FIXTURES, Loaded, load_snapshot
 from tests.support.v8 import write_duplicate_strings_snapshot
+from tests.test_inspections_java_strings import TEXT as JAVA_TEXT
+from tests.test_inspections_java_strings import string_dump
 
 LUAU_DUMP = LUAU_FIXTURES / "luau-3-final.json"
 
@@ -129,7 +132,21 @@ def test_a_reanalysed_snapshot_says_its_names_are_cut(database: Database) -> Non
 
 
 def test_a_format_whose_strings_are_not_read_says_so() -> None:
-    snapshot = Snapshot.from_properties({"sid": 1, "tag": "java", "format": "hprof", "status": "ready"})
+    snapshot = Snapshot.from_properties({"sid": 1, "tag": "other", "format": "unknown", "status": "ready"})
     assert (
-        str(strings_not_computed(snapshot)) == "heapdb does not read the strings of hprof snapshots (snapshot 'java')"
+        str(strings_not_computed(snapshot))
+        == "heapdb does not read the strings of unknown snapshots (snapshot 'other')"
     )
+
+
+def test_a_java_dump_answers_as_its_file_does(database: Database, tmp_path: Path) -> None:
+    # A hand-written dump of three Strings (tests/test_inspections_java_strings.py checks real ones
+    # against VisualVM): a LATIN1 and a UTF16 copy of one text, and another text.
+    loaded = load_snapshot(database, string_dump(tmp_path, "strings.hprof", jdk8=False), "strings-java")
+    answer = strings.duplicate_strings(loaded.graph, loaded.result, source=loaded.tag, limit=10)
+    assert answer is not None and [(r.value, r.count) for r in answer.rows] == [(JAVA_TEXT, 2)]
+    as_json = CliRunner().invoke(main, ["strings", loaded.tag, "--limit", "10", "--json"])
+    assert as_json.exit_code == 0, as_json.output
+    assert json.loads(as_json.stdout) == to_json(answer)
+    page = TestClient(create_app(token="")).get(pages.page_path(pages.SNAPSHOT, tag=loaded.tag))
+    assert page.status_code == 200 and JAVA_TEXT in page.text and "does not read the strings" not in page.text

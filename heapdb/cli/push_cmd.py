@@ -169,29 +169,27 @@ def push(
     for key, values in key_values(meta, "--meta").items():
         params.append((key, values[-1]) if key in META_PARAMETERS else ("meta", f"{key}={values[-1]}"))
     redaction = file_redaction(redact, rules)
-    with _to_send(file, redaction) as file:
-        if redaction is not None:
-            params.append(("redacted", "true"))
-        already = compressed_already(file)
-        encoding = already or (None if compress == "none" else compress)
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        base = server.rstrip("/")
-        size = os.path.getsize(file)
-        try:
-            with httpx.Client(base_url=base, headers=headers, timeout=httpx.Timeout(60.0)) as client:
-                give_up = time.monotonic() + retry_for
+    if redaction is not None:
+        params.append(("redacted", "true"))
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    base = server.rstrip("/")
+    try:
+        with httpx.Client(base_url=base, headers=headers, timeout=httpx.Timeout(60.0)) as client:
+            give_up = time.monotonic() + retry_for
+            # Checked first, with no body and before the file is read or redacted: a refusal (token,
+            # tag, redaction) comes before minutes of work or sending gigabytes.
+            limits = _check(client, params, give_up)
+            with _to_send(file, redaction) as sending:
+                already = compressed_already(sending)
+                encoding = already or (None if compress == "none" else compress)
+                size = os.path.getsize(sending)
                 while True:
-                    # Checked first, with no body: a refusal (token, tag, size) comes before sending gigabytes.
-                    checked = client.post(links.SNAPSHOTS, params=[*params, ("check", "true")])
-                    if _unavailable(checked, give_up):
-                        continue
-                    limits = _answer(checked)
                     if encoding is None and size > limits["max_upload_bytes"]:
                         raise UploadError(
-                            f"{file} is {size:,} bytes; the service takes at most {limits['max_upload_bytes']:,}"
+                            f"{file} is {size:,} bytes to send; the service takes at most {limits['max_upload_bytes']:,}"
                         )
                     with bar(f"push {os.path.basename(file)}", total=size, unit="B") as b:
-                        content = body(file, "none" if already else compress, b.update)
+                        content = body(sending, "none" if already else compress, b.update)
                         sent = client.post(
                             links.SNAPSHOTS,
                             params=params,
@@ -203,12 +201,13 @@ def push(
                         )
                     if not _unavailable(sent, give_up):  # the queue filled up while the body went: again
                         break
-                job = _answer(sent)
-                _say(f"queued load job {job['id']} for {tag!r}: {base}{job['url']}")
-                if wait:
-                    job = _follow(client, job)
-        except httpx.HTTPError as e:
-            raise UploadError(f"cannot talk to the service at {base}: {type(e).__name__}: {e}") from None
+                    limits = _check(client, params, give_up)
+            job = _answer(sent)
+            _say(f"queued load job {job['id']} for {tag!r}: {base}{job['url']}")
+            if wait:
+                job = _follow(client, job)
+    except httpx.HTTPError as e:
+        raise UploadError(f"cannot talk to the service at {base}: {type(e).__name__}: {e}") from None
     if as_json:
         click.echo(json.dumps(job, indent=2))
     elif not wait:
@@ -239,6 +238,15 @@ def _to_send(file: str, redaction: Redaction | None) -> Iterator[str]:
         write_snapshot(redact_graph(graph, redaction), copy, "snapbin", compress=True)
         del graph
         yield str(copy)
+
+
+def _check(client: Any, params: list[tuple[str, str | int | float | bool | None]], give_up: float) -> dict[str, Any]:
+    """The service's answer to the upload asked with ``check=true`` (no body): its limits, or the
+    refusal it would give the upload, raised; asked again while it is unavailable, within ``give_up``."""
+    while True:
+        checked = client.post(links.SNAPSHOTS, params=[*params, ("check", "true")])
+        if not _unavailable(checked, give_up):
+            return _answer(checked)
 
 
 def _unavailable(response: Any, give_up: float) -> bool:

@@ -81,6 +81,8 @@ HPROF = Format(
     ids_are_addresses=True,  # the dump's object ids are addresses
     semantics=Semantics.GENERIC,
     default_rules=None,
+    # a java.lang.String's characters: its value array (a char[], or a byte[] and its coder)
+    strings=StringKinds(instances=frozenset({"java.lang.String"})),
     collections=Collections.JAVA,
     duplicates=Duplicates.ARRAYS,  # primitive arrays' elements (the reader keeps them)
     lifecycles=True,  # <class> and <super> references, and each instance's primitive fields

@@ -73,12 +73,16 @@ class StringKinds:
     (they share their parent's characters); inside a concatenation, one stands for its ``parent``'s
     content, as memlab reads it. Strings that an object of a ``code`` kind dominates (a script's
     source, its compiled constants) are left out: no program change frees them.
+
+    Java strings are none of these: they are instances of an ``instances`` type, whose content is
+    the elements of their ``value`` array (:mod:`heapdb.loader.inspections.java_strings`).
     """
 
-    plain: frozenset[str]
+    plain: frozenset[str] = frozenset()
     concatenated: frozenset[str] = frozenset()
     sliced: frozenset[str] = frozenset()
     code: frozenset[str] = frozenset()
+    instances: frozenset[str] = frozenset()  # types (class names) whose content is their value array
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """The numba kernels of the duplicate-strings inspection (:mod:`.strings`): content hashes of
-names and of concatenations, and the parts of each concatenation. Imported only where a graph is
+names, of concatenations and of Java strings' value arrays, and the parts of each concatenation. Imported only where a graph is
 inspected, so that the records and the text of a stored answer load no numba.
 """
 
@@ -135,3 +135,38 @@ def reaches_flagged(parent, flagged, members):  # pragma: no cover - compiled
         for i in range(depth):
             state[walk[i]] = answer
     return state == 2
+
+
+@numba.njit(cache=True)
+def java_string_hashes(buf, start, count, wide, little):  # pragma: no cover - compiled
+    """Per Java string: the two hashes and the length of its characters, ``count`` elements of its
+    value array from ``start`` in ``buf``, as UTF-16 code units (the polynomial hashes of
+    :func:`polynomial_hashes`, so that text in the Basic Multilingual Plane hashes as its name
+    would). ``wide``: two bytes a character (a char[], or a byte[] coded UTF16), else one (a byte[]
+    coded LATIN1); ``little``: the two bytes low first (a byte[] coded UTF16 holds the JVM's own
+    byte order), else high first (a char[], which the dump writes big-endian)."""
+    k = start.shape[0]
+    h1 = np.zeros(k, dtype=np.int64)
+    h2 = np.zeros(k, dtype=np.int64)
+    length = np.zeros(k, dtype=np.int64)
+    for i in range(k):
+        a = np.int64(0)
+        b = np.int64(0)
+        o = start[i]
+        units = count[i]
+        if wide[i]:
+            for j in range(units):
+                hi = np.int64(buf[o + 2 * j + (1 if little[i] else 0)])
+                lo = np.int64(buf[o + 2 * j + (0 if little[i] else 1)])
+                c = (hi << 8) | lo
+                a = (a * B1 + c) % P1
+                b = (b * B2 + c) % P2
+        else:
+            for j in range(units):
+                c = np.int64(buf[o + j])
+                a = (a * B1 + c) % P1
+                b = (b * B2 + c) % P2
+        h1[i] = a
+        h2[i] = b
+        length[i] = units
+    return h1, h2, length

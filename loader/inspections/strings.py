@@ -8,6 +8,8 @@ answers are ours number for number (``tests/test_inspections_strings.py`` checks
   (the string itself included in the chain);
 - a concatenation's content is its ``first`` part's followed by its ``second``'s, however the parts
   are split: ``"ab" + "c"`` and ``"a" + "bc"`` are one value;
+- a Java string's content is its value array's characters (:mod:`.java_strings`), and only the
+  strings the root reaches count;
 - a group's size is the sum of its copies' retained sizes, and what the copies waste is that size
   times (count - 1) / count: all of it but one copy's share.
 
@@ -109,6 +111,10 @@ class Contents:
 
 def contents(graph: HeapGraph, kinds: StringKinds) -> Contents:
     """The content hashes of ``graph``'s strings, a concatenation's composed from its parts'."""
+    if kinds.instances:  # Java: the characters are in value arrays, not in names
+        from heapdb.loader.inspections.java_strings import java_contents
+
+        return java_contents(graph, kinds)
     from heapdb.loader.inspections import kernels  # numba: only when a graph is inspected
 
     role = _roles(graph, kinds)
@@ -151,6 +157,11 @@ def string_groups(
     code[_kind_indexes(graph, kinds.code)] = True
     under_code = spread_down(result, np.where(code[graph.kind], 0, -1).astype(np.int32)) >= 0
     counted = np.flatnonzero(((role == PLAIN) | (role == CONCATENATED)) & ~under_code)
+    if kinds.instances:
+        # Only what the root reaches, as the duplicate objects count (heapdb.loader.inspections.objects):
+        # a Java dump's unreachable objects are garbage, not waste (V8's analysis hangs every object
+        # below the root, and the other formats' strings stay counted as they were).
+        counted = counted[result.reachable[counted]]
     return content_groups(counted, h1[counted], h2[counted], length[counted], result)
 
 
@@ -190,8 +201,12 @@ def _kinds(graph: HeapGraph) -> StringKinds | None:
 def text_of(graph: HeapGraph, nodes: Sequence[int], chars: int | Sequence[int], kinds: StringKinds) -> list[str]:
     """The contents of the strings ``nodes``, each cut to ``chars`` characters (one number for all,
     or one per node)."""
-    role = _roles(graph, kinds)
     cuts = [chars] * len(nodes) if isinstance(chars, int) else chars
+    if kinds.instances:
+        from heapdb.loader.inspections.java_strings import java_texts
+
+        return java_texts(graph, kinds, nodes, cuts)
+    role = _roles(graph, kinds)
     return [_text(graph, role, int(node), int(cut)) for node, cut in zip(nodes, cuts, strict=True)]
 
 
