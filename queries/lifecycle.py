@@ -31,7 +31,7 @@ from heapdb.loader.inspections.leak_status import (
 )
 from heapdb.loader.inspections.lifecycles import LifecycleLeaks, from_stored, shows_lifecycles
 from heapdb.loader.store import Snapshot
-from heapdb.queries import params
+from heapdb.queries import catalog, params
 from heapdb.queries.base import Asking, SnapshotRef
 from heapdb.queries.results import RetainerPath
 
@@ -39,13 +39,14 @@ JAVA_CLASS = "java.lang.Class"  # a class object's type: a trace names it by its
 
 
 class StoredFacts:
-    """Objects' facts from a stored snapshot, keyed by object id (stored query ``object-facts``)."""
+    """Objects' facts from a stored snapshot, keyed by object id (stored query ``object-facts``),
+    read with ``ask`` (the queries of one transaction, :func:`heapdb.queries.catalog.reading`)."""
 
-    def __init__(self, asking: Asking, tag: str, names: frozenset[str]) -> None:
-        self.asking, self.tag, self.names = asking, tag, sorted(names)
+    def __init__(self, ask: catalog.Ask, tag: str, names: frozenset[str]) -> None:
+        self.ask, self.tag, self.names = ask, tag, sorted(names)
 
     def facts(self, objects: Sequence[int]) -> Mapping[int, ObjectFacts]:
-        rows = self.asking._run("object-facts", tag=self.tag, ids=list(objects), names=self.names)
+        rows = self.ask("object-facts", {"tag": self.tag, "ids": list(objects), "names": self.names})
         found: dict[int, ObjectFacts] = {}
         for row in rows:
             references: dict[str, int] = {}
@@ -62,8 +63,13 @@ def path_labels(
     no classes and fields, so that other snapshots' answers stay as they were."""
     if not shows_lifecycles(snapshot.format):
         return None
-    inspectors = inspectors if inspectors is not None else team_inspectors()
-    evaluation = Evaluation(inspectors, StoredFacts(asking, snapshot.tag, inspectors.names))
+    chosen = inspectors if inspectors is not None else team_inspectors()
+    # A level of classes per query, all in one transaction: a path's labels cost one round trip to
+    # begin and one to commit, not one each.
+    return asking._reading(lambda ask: _labels(Evaluation(chosen, StoredFacts(ask, snapshot.tag, chosen.names)), paths))
+
+
+def _labels(evaluation: Evaluation, paths: Sequence[RetainerPath]) -> tuple[PathLabels, ...]:
     evaluation.prefetch(o.id for path in paths for o in path.objects if o.kind != SYNTHETIC_KIND)
     found = []
     for path in paths:
