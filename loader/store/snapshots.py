@@ -16,6 +16,10 @@ from heapdb.loader.store.schema import FIRST_STORE_VERSION
 BUILD_META = ("build", "commit", "branch", "scenario", "platform")
 
 
+# The inspections a load stores on its :Snapshot, each as JSON text of its totals (and, for some, rows).
+INSPECTIONS = ("strings", "dom", "react", "stale", "shapes", "fill", "objects", "lifecycles")
+
+
 @dataclass(frozen=True)
 class Snapshot:
     """One load of a snapshot file, as its ``:Snapshot`` node records it.
@@ -115,7 +119,7 @@ class Snapshot:
         known = {f.name for f in fields(cls)}
         values = {k: v for k, v in props.items() if k in known and v is not None}
         meta = values.get("meta")
-        for inspection in ("strings", "dom", "react", "stale", "shapes", "fill", "objects", "lifecycles"):
+        for inspection in INSPECTIONS:
             if isinstance(values.get(inspection), str):
                 values[inspection] = json.loads(values[inspection])
         if isinstance(meta, str):
@@ -130,8 +134,14 @@ class Snapshot:
         return cls(**values)
 
     def as_dict(self) -> dict[str, Any]:
-        """The properties as plain data (for JSON), leaving out those the node lacks."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) not in (None, ())}
+        """The properties as plain data (for JSON), leaving out those the node lacks. Of each
+        inspection, its totals: its rows (a hundred collections, a leak's traces) are its question's
+        answer, and a listing of many snapshots carrying them all would be megabytes."""
+        found = {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) not in (None, ())}
+        for name in INSPECTIONS:
+            if isinstance(found.get(name), dict):
+                found[name] = {k: v for k, v in found[name].items() if not isinstance(v, list)}
+        return found
 
 
 def list_snapshots(database: Database, *, include_incomplete: bool = False) -> list[Snapshot]:
