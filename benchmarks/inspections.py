@@ -135,7 +135,7 @@ def in_process(path: Path, repeat: int) -> dict[str, float]:
     import time
 
     from heapdb.loader import analysis, formats
-    from heapdb.loader.inspections import collections, dom, fill, lifecycles, objects, react, strings
+    from heapdb.loader.inspections import collections, dom, fill, lifecycles, objects, react, strings, unbound
     from heapdb.loader.paths import first_paths
 
     graph = formats.read_graph(path)
@@ -158,6 +158,8 @@ def in_process(path: Path, repeat: int) -> dict[str, float]:
         "duplicate objects": lambda: objects.stored_objects(graph, result),
         # Nothing on a V8 file (the format shows no Java classes); see benchmarks.lifecycles for hprof.
         "objects past their lifecycle": lambda: lifecycles.lifecycle_leaks(graph, result, paths, source=""),
+        # A V8 load stores its shapes for `heapdb unbound` (another format has none).
+        "shapes (unbound growth)": lambda: unbound.shapes_of(graph, result),
     }
     timings: dict[str, float] = {}
     for name, step in steps.items():
