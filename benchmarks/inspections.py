@@ -57,7 +57,17 @@ def memlab(path: Path, analysis: str) -> dict[str, Any]:
     return done
 
 
-EVERY_INSPECTION = ("--strings", "--dom", "--react", "--stale", "--fill", "--dup-objects")  # what a load computes
+EVERY_INSPECTION = (
+    "--strings",
+    "--dom",
+    "--react",
+    "--stale",
+    "--fill",
+    "--dup-objects",
+    "--held",
+    "--react-hooks",
+)  # what a load computes
+# memlab's react-hooks is left out: it stops with an error on a snapshot without React.
 MEMLAB_ANALYSES = ("string", "detached-DOM", "unmounted-fiber-node", "collections-with-stale", "object-shallow")
 
 
@@ -102,7 +112,7 @@ def main() -> None:
     for name in ("analyze --strings", "analyze " + " ".join(EVERY_INSPECTION)):
         print(f"{name} adds {best[name]['wall_s'] / base - 1:.1%} to analyze")
     print(f"{best['analyze --strings']['strings']:,} strings counted")
-    print("in process, what a load adds before it writes (seconds, the fastest of --repeat):")
+    print("in process, what a load computes (seconds, the fastest of --repeat):")
     for name, seconds in in_process(path, args.repeat).items():
         print(f"  {name}: {seconds:.2f}")
 
@@ -124,19 +134,23 @@ def java(path: Path, repeat: int) -> None:
         print(f"  {name}: {row['wall_s']:.2f} s (runs {walls}), peak {row['peak_rss_mib']:,.0f} MiB")
     added = best["analyze --strings"]["wall_s"] / best["analyze"]["wall_s"] - 1
     print(f"  --strings adds {added:.1%}; {best['analyze --strings']['strings']:,} strings counted")
-    print("in process, what a load adds before it writes (seconds, the fastest of --repeat):")
+    print("in process, what a load computes (seconds, the fastest of --repeat):")
     for name, seconds in in_process(path, repeat).items():
         print(f"  {name}: {seconds:.2f}")
 
 
 def in_process(path: Path, repeat: int) -> dict[str, float]:
-    """Each inspection a load computes (``LoadInput.from_analysis``), timed in this process on the
-    same file and analysis: what they add to a load's time to first answer."""
+    """Each inspection a load computes, timed in this process on the same file and analysis, then
+    what a load computes before its first answer (``LoadInput.from_analysis``: the first paths, no
+    inspection) and the inspections it works out after it (``LoadInput.inspections``)."""
     import time
 
     from heapdb.loader import analysis, formats
-    from heapdb.loader.inspections import collections, dom, fill, lifecycles, objects, react, strings, unbound
+    from heapdb.loader.inspections import collections, dom, fill, held, lifecycles, objects, react, strings, unbound
+    from heapdb.loader.inspections.react_hooks import component_hooks
     from heapdb.loader.paths import first_paths
+    from heapdb.loader.store import LoadInput
+    from heapdb.loader.store.inspected import Inspections
 
     graph = formats.read_graph(path)
     result = analysis.analyze(graph)
@@ -153,13 +167,23 @@ def in_process(path: Path, repeat: int) -> dict[str, float]:
         "duplicate strings": lambda: strings.stored_strings(graph, result),
         "detached DOM": lambda: dom.detached_dom(graph, result, paths, source=""),
         "unmounted React components": lambda: react.unmounted_fibers(graph, result, paths, source=""),
+        "memory by React component and hook": lambda: component_hooks(graph, result, source=""),
         "collections holding stale objects": stale,
         "collections by fill": lambda: fill.collection_fill(graph, result, paths, source=""),
         "duplicate objects": lambda: objects.stored_objects(graph, result),
+        "held by listeners, the console and closures; added globals": lambda: held.held(
+            graph, result, paths, source=""
+        ),
         # Nothing on a V8 file (the format shows no Java classes); see benchmarks.lifecycles for hprof.
         "objects past their lifecycle": lambda: lifecycles.lifecycle_leaks(graph, result, paths, source=""),
+        # The default rules' known_leak catalogue (Node's and Chrome's, Android's), compiled and
+        # reported as `heapdb analyze` lists it: what a load and analyze pay for it.
+        "known leaks (the default rules' known_leak groups)": partial(known_leaks, graph, result),
         # A V8 load stores its shapes for `heapdb unbound` (another format has none).
         "shapes (unbound growth)": lambda: unbound.shapes_of(graph, result),
+        # What a load computes before its first answer, and the inspections it works out after.
+        "LoadInput.from_analysis (before the first answer)": lambda: LoadInput.from_analysis(graph, result),
+        "every inspection together (after the first answer)": lambda: Inspections.compute(graph, result, paths),
     }
     timings: dict[str, float] = {}
     for name, step in steps.items():
@@ -171,6 +195,20 @@ def in_process(path: Path, repeat: int) -> dict[str, float]:
             runs.append(time.perf_counter() - started)
         timings[name] = min(runs)
     return timings
+
+
+def known_leaks(graph: Any, result: Any) -> object:
+    """The known_leak rules of ``graph``'s default rules alone, compiled over it, and what each covers."""
+    from heapdb.loader.rules import KnownLeakRule, compile_rules
+    from heapdb.loader.rules.defaults import default_rules, runtime_of
+    from heapdb.loader.rules.summary import known_leak_rows
+
+    runtime = runtime_of(graph)
+    if runtime is None:
+        return None
+    rules = default_rules(runtime)
+    others = {r.group for r in rules.rules if not isinstance(r, KnownLeakRule)}
+    return known_leak_rows(result, compile_rules(rules.with_groups(disable=sorted(others)), graph))
 
 
 if __name__ == "__main__":

@@ -92,6 +92,12 @@ class StillLoading(HeapdbError):
     http_status = 409
 
 
+class InspectionsLoading(StillLoading, NotComputed):
+    """An inspection asked for before its load has written it: a load works out its inspections
+    once the snapshot answers, and writes them within seconds (docs/data-model.md, "When a snapshot
+    answers"). Also a :class:`NotComputed`, so that a page showing what is there says so and goes on."""
+
+
 class ObjectsLoading(StillLoading):
     """A question about objects a load has not written yet (a snapshot answers before its last
     object is in, docs/data-model.md "When a snapshot answers")."""

@@ -6,5 +6,18 @@ from __future__ import annotations
 from typing import Literal, get_args
 
 # The paths' checks, then the inspections' (heapdb.queries.gate_inspections).
-GateCheck = Literal["new-leaks", "growth", "suspects", "duplicate-strings", "detached-dom", "unmounted-components"]
+GateCheck = Literal[
+    "new-leaks",
+    "growth",
+    "suspects",
+    "duplicate-strings",
+    "detached-dom",
+    "unmounted-components",
+    "duplicate-objects",
+    "collection-fill",
+    "lifecycle-leaks",
+    "held",
+    "global-variables",
+    "react-hooks",
+]
 GATE_CHECKS: tuple[str, ...] = get_args(GateCheck)

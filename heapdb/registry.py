@@ -328,7 +328,7 @@ QUESTIONS: tuple[Question, ...] = (
         "diff",
         TWO_SNAPSHOTS,
         "What grew between two loaded snapshots, BEFORE and AFTER (tags), per type or per retainer path, "
-        "or object by object.",
+        "object by object, or per row of the stored inspections.",
         ask="diff",
         params="Diff",
         text="heapdb.renderers.text:diff_text",
@@ -336,6 +336,9 @@ QUESTIONS: tuple[Question, ...] = (
         help="--by object needs ids that name the same object in both snapshots (V8 snapshots of one process); "
         "when the formats or the data say they may not, warnings go to stderr and into the answer.",
         agent="Per type or per retainer path need no stable ids; object by object (new / survived / freed) does. "
+        "By inspection: duplicated contents, detached DOM, components, collection types, lifecycle leaks, "
+        "what listeners, the console and closures alone hold, global variables and memory by component, "
+        "as the gate compares them (`inspection` names each row's). "
         "Largest growth first. Then `why` on a grown type's objects (`find`), or `leaks` with a third snapshot.",
         lists=("changes", "types"),
         drawings="flame",
@@ -485,6 +488,24 @@ QUESTIONS: tuple[Question, ...] = (
         lists=("rows", "largest"),
     ),
     Question(
+        "react-hooks",
+        SNAPSHOT,
+        "Memory by React component: per component its fibers, what they retain, what their props and state "
+        "(the hooks) retain, and the hooks of one fiber, each with the bytes it alone retains (memlab's "
+        "`react-hooks` analysis, counting every fiber).",
+        ask="react_hooks",
+        params="ReactHooks",
+        text="heapdb.loader.inspections.react_hooks:component_hooks_text",
+        route="/react-hooks",
+        help="Computed at load for V8 snapshots, so it answers at once; `heapdb analyze FILE --react-hooks` lists "
+        "the same from a file. A development build names the hooks (useState, useMemo...) "
+        '(docs/analysis.md, "Memory by React component and hook").',
+        agent="Each row is one component: `instances` fibers retaining `retained_size`; `state_size` is what their "
+        "hook lists retain, `props_size` their props; `hooks` lists one fiber's hooks (`example_id`, pass it to "
+        "`why` or `object`), each `size` the bytes that hook alone retains. A large hook is the state to trim.",
+        lists=("rows",),
+    ),
+    Question(
         "stale",
         SNAPSHOT,
         "Collections holding stale objects: Maps, Sets and Arrays that still reference detached DOM or unmounted "
@@ -499,6 +520,23 @@ QUESTIONS: tuple[Question, ...] = (
         "detached DOM or unmounted fibers (`stale_ids`, the first ten), retaining `stale_size`; `path` is what "
         "holds the collection. Removing those entries frees them.",
         lists=("rows",),
+    ),
+    Question(
+        "held",
+        SNAPSHOT,
+        "What event listeners, the console and closures alone keep alive, grouped by the path that reaches them, "
+        "and the global variables the program added (Chrome DevTools' filters, memlab's `global-variable` analysis).",
+        ask="held",
+        params="Held",
+        text="heapdb.loader.inspections.held:held_text",
+        route="/held",
+        help="Computed at load for V8 snapshots, so it answers at once; `heapdb analyze FILE --held` lists the "
+        'same from a file (docs/analysis.md, "Held by listeners, the console and closures").',
+        agent="`listeners`, `console` and `closures` each say how many `objects` (`self_size` bytes) only those "
+        "holders keep alive: dropping them frees exactly these. Each group is a `path` reaching some of them, with "
+        "an `example_id` to pass to `why`. `globals` are the global variables the program added, largest retained "
+        "first.",
+        lists=("globals",),
     ),
     Question(
         "fill",
@@ -529,8 +567,9 @@ QUESTIONS: tuple[Question, ...] = (
         text="heapdb.loader.inspections.lifecycles:lifecycle_leaks_text",
         route="/lifecycles",
         help="Computed at load for hprof dumps, so it answers at once; `heapdb analyze FILE --lifecycles` lists the "
-        "same from a file. The rules are data: heapdb's own, and a team's file named by HEAPDB_LIFECYCLES "
-        '(docs/analysis.md, "Java and Android leak status"). `heapdb why` labels a Java path\'s objects the same way.',
+        "same from a file. The rules are data: the `lifecycle` and `known_leak` rules of heapdb's Java default rules, "
+        "and a team's in its rule file or stored rule set (docs/rules.md; docs/analysis.md, \"Java and Android leak "
+        "status\"). `heapdb why` labels a Java path's objects the same way.",
         agent="Each group is one bug: its `objects` leaking objects (of `types`) are held through the same `suspects` "
         "references, one of which should have been cleared; `trace` is the example's (`example_id`) path, each "
         "object LEAKING, NOT_LEAKING or UNKNOWN with its `reason`, `suspect` on the references to look at. "
@@ -556,7 +595,8 @@ QUESTIONS: tuple[Question, ...] = (
         "a leak came and went; a build is named by the snapshot's `--meta build=N`, else its tag. The run "
         "itself is remembered too: `heapdb gate-runs` lists the runs, `heapdb gate-run ID` shows one.",
         agent="`passed` is the verdict; the findings are new paths retaining at least `min_bytes`, paths grown "
-        "past `max_growth` and new suspect types, each with its path and a sample object in `why`. Never "
+        "past `max_growth`, new suspect types and the inspections' new or grown rows `fail_on` asks for, each "
+        "with its path and a sample object in `why`. Never "
         "records history (the CLI's `heapdb gate --record` does).",
         lists=("findings", "known"),
     ),

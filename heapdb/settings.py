@@ -365,14 +365,6 @@ PROGRESS = Variable(
     default_text="unset: bars on a terminal only",
     help="Progress bars on stderr, forced on (1) or off (0).",
 )
-LIFECYCLES = Variable(
-    name="HEAPDB_LIFECYCLES",
-    parse=path(),
-    help="A team's lifecycle rules (a TOML file of `[[lifecycle]]` tables, as heapdb's own "
-    "`loader/inspections/lifecycles.toml`): which of its Java classes' objects are past their life, "
-    "read after heapdb's by `heapdb load`, `analyze --lifecycles` and the labels of `why` "
-    '(docs/analysis.md, "Java and Android leak status").',
-)
 PROGRESS_FILE = Variable(
     name="HEAPDB_PROGRESS_FILE",
     parse=path(),

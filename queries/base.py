@@ -10,7 +10,15 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from heapdb.db import Database
-from heapdb.errors import HeapdbError, NotFound, ObjectsLoading, OutdatedSnapshot, StillLoading
+from heapdb.errors import (
+    HeapdbError,
+    InspectionsLoading,
+    NotComputed,
+    NotFound,
+    ObjectsLoading,
+    OutdatedSnapshot,
+    StillLoading,
+)
 from heapdb.loader.store import STORE_VERSION, Snapshot
 from heapdb.loader.store.listings import TypeListing
 from heapdb.loader.store.prune import summary_only
@@ -91,6 +99,27 @@ class Asking:
             if refusal is not None:
                 raise refusal
         return found
+
+    def stored(
+        self, ref: SnapshotRef, name: str, missing: Callable[[Snapshot], NotComputed], *, objects: bool = False
+    ) -> tuple[Snapshot, Any]:
+        """The snapshot and what its load stored of the inspection ``name`` (the :class:`Snapshot`
+        field of that name). Where it has none: :class:`InspectionsLoading` while its load has yet
+        to write its inspections (within seconds of its first answer), else ``missing(snapshot)``,
+        which says why and what to do. ``objects``: as :meth:`snapshot`'s."""
+        snapshot = self.snapshot(ref, objects=objects)
+        stored = getattr(snapshot, name)
+        if stored is None and not snapshot.objects_ready:
+            snapshot = self._look_up(snapshot.tag)  # read afresh: the record may predate them
+            stored = getattr(snapshot, name)
+            if stored is None and not snapshot.objects_ready:
+                raise InspectionsLoading(
+                    f"snapshot {snapshot.tag!r} answers, but its load is still working out its inspections; "
+                    "ask again in a moment"
+                )
+        if stored is None:
+            raise missing(snapshot)
+        return snapshot, stored
 
     def _look_up(self, ref: str) -> Snapshot:
         rows = self._run("snapshot", tag=ref)

@@ -13,7 +13,8 @@ from heapdb.errors import ParameterError
 from heapdb.loader.formats import named
 from heapdb.loader.store import Snapshot
 from heapdb.queries import leaks_by_id, params
-from heapdb.queries.base import Asking, SnapshotRef
+from heapdb.queries.base import SnapshotRef
+from heapdb.queries.inspected import InspectedQuestions
 from heapdb.queries.matching import ObjectColumns, pair
 from heapdb.queries.results import (
     Change,
@@ -92,7 +93,7 @@ def _diff_buckets(old: Snapshot, new: Snapshot, limit: int) -> Diff:
     return Diff(before=old.tag, after=new.tag, by="bucket", changes=changes[:limit])
 
 
-class CompareQuestions(Asking):
+class CompareQuestions(InspectedQuestions):
     def diff(self, before: SnapshotRef, after: SnapshotRef, p: params.Diff = params.Diff()) -> Diff | ObjectDiff:
         """:meth:`diff_groups` by type, path or bucket, :meth:`diff_objects` by object, as ``p.by`` says.
 
@@ -107,15 +108,21 @@ class CompareQuestions(Asking):
         return self._cached(old, ("diff", new.sid, p), compute)
 
     def diff_groups(self, before: SnapshotRef, after: SnapshotRef, p: params.Diff = params.Diff()) -> Diff:
-        """What changed per type, per retainer path or per bucket (``p.by``), largest growth first.
+        """What changed per type, per retainer path, per bucket or per inspection row (``p.by``),
+        largest growth first.
 
-        Reads the per-group totals stored at load, before and after: safe whatever the ids are.
+        Reads the per-group totals (by inspection: the inspections) stored at load, before and after:
+        safe whatever the ids are.
         """
         if p.by == "object":
-            raise ParameterError("diff_groups compares types, paths or buckets; use diff_objects for by='object'")
+            raise ParameterError(
+                "diff_groups compares types, paths, buckets or inspections; use diff_objects for by='object'"
+            )
         old, new = self.snapshot(before), self.snapshot(after)
         if p.by == "bucket":
             return _diff_buckets(old, new, p.limit)
+        if p.by == "inspection":
+            return self.diff_inspections(old, new, p.limit)
         rows = self._run(f"diff-{p.by}s", before=old.tag, after=new.tag, limit=p.limit)
         by_type = p.by == "type"
         changes = [

@@ -31,17 +31,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from heapdb.errors import NotComputed, NotFound, ParameterError
-from heapdb.loader.inspections import dom, react, strings
 from heapdb.loader.store import Snapshot, gate_runs
 from heapdb.loader.store import signatures as history_store
 from heapdb.queries import params
 from heapdb.queries.base import SnapshotRef
-from heapdb.queries.gate_inspections import INSPECTION_KINDS, findings
+from heapdb.queries.gate_inspections import INSPECTION_KINDS, NEW_AT_ONE, PATH_CHECKS, findings, rows
+from heapdb.queries.inspected import InspectedQuestions
 from heapdb.queries.results import (
     GateFinding,
     GateReport,
@@ -50,7 +49,6 @@ from heapdb.queries.results import (
     SignatureObservation,
     to_data,
 )
-from heapdb.queries.single import SnapshotQuestions
 from heapdb.queries.suspects import SuspectQuestions
 from heapdb.units import parse_threshold
 
@@ -147,7 +145,7 @@ def _replace(finding: GateFinding, **changes: Any) -> GateFinding:
     return GateFinding(**{**values, **changes})
 
 
-class GateQuestions(SnapshotQuestions, SuspectQuestions):
+class GateQuestions(InspectedQuestions, SuspectQuestions):
     def gate(
         self,
         baseline: SnapshotRef,
@@ -213,8 +211,8 @@ class GateQuestions(SnapshotQuestions, SuspectQuestions):
     ) -> tuple[RuleSet | None, str, list[str]]:
         """The rule set whose ``[gate]`` applies, how to name it, and notes when the candidate's own
         rules can no longer be read as they were at its load."""
-        from heapdb.loader.rules import load_rules, parse_rules
-        from heapdb.loader.store.rulesets import digest_of, get_rule_set
+        from heapdb.loader.rules import parse_rules
+        from heapdb.loader.store.rulesets import get_rule_set, rules_of_snapshot
 
         if rule_file is not None:
             return rule_file, f"rule file {rule_file.path}", []
@@ -222,51 +220,28 @@ class GateQuestions(SnapshotQuestions, SuspectQuestions):
             stored = get_rule_set(self.database, name)
             label = f"rule set {stored.name} version {stored.version}"
             return parse_rules(stored.text or "", label), label, []
-        if candidate.rules is None:
-            return None, "", []
-        if candidate.rules_version is not None:
-            try:
-                stored = get_rule_set(self.database, candidate.rules, candidate.rules_version)
-            except NotFound:
-                gone = (
-                    f"the candidate's rule set {candidate.rules} version {candidate.rules_version} is no longer stored"
-                )
-                return None, "", [f"{gone}: its [gate] thresholds are not applied"]
-            label = f"the candidate's rule set {stored.name} version {stored.version}"
-            return parse_rules(stored.text or "", label), label, []
-        path = candidate.rules
-        try:
-            with open(path, encoding="utf-8") as f:
-                unchanged = digest_of(f.read()) == candidate.rules_digest
-        except (OSError, UnicodeDecodeError):
-            unchanged = False
-        if not (unchanged and os.path.isfile(path)):
+        rule_set, label, problem = rules_of_snapshot(self.database, candidate)
+        if problem is not None:
+            fix = "" if candidate.rules_version is not None else " (give --rules)"
             return (
                 None,
                 "",
-                [
-                    f"the candidate's rule file {path} is gone or changed since its load: its [gate] thresholds are not applied (give --rules)"
-                ],
+                [f"the candidate's {problem.removeprefix('its ')}: its [gate] thresholds are not applied{fix}"],
             )
-        return load_rules(path), f"the candidate's rule file {path}", []
+        return rule_set, f"the candidate's {label}" if label else "", []
 
     def _inspections(
         self, old: Snapshot, new: Snapshot, p: params.Gate, growth_bytes: int
     ) -> tuple[list[GateFinding], list[str]]:
         """The findings of the inspection checks ``p.fail_on`` names (:mod:`.gate_inspections`), and a
         note for each that a build's load did not compute."""
-        asks = {
-            "duplicate-strings": lambda s: self.strings(s, params.Strings(limit=strings.KEPT)),
-            "detached-dom": lambda s: self.dom(s, params.Dom(limit=dom.KEPT)),
-            "unmounted-components": lambda s: self.react(s, params.React(limit=react.KEPT)),
-        }
         found: list[GateFinding] = []
         notes: list[str] = []
         for check in INSPECTION_KINDS:
             if check not in p.fail_on:
                 continue
             try:
-                before, after = asks[check](old), asks[check](new)
+                before, after = self.stored_inspection(check, old), self.stored_inspection(check, new)
             except NotComputed as e:
                 notes.append(f"{check} not checked: {e}")
                 continue
@@ -321,16 +296,15 @@ class GateQuestions(SnapshotQuestions, SuspectQuestions):
     def record_gate(self, report: GateReport) -> gate_runs.RecordedRun:
         """Remember both builds of ``report`` and its leak signatures (known leaks too) across builds,
         and the run itself: its report whole, under the next run number (which this returns)."""
+        noise = report.min_bytes // NOISE_DIVISOR
         tracked = [
-            history_store.Tracked(f.signature, f.path, tuple(f.hops), f.type, f.known_leak)
+            history_store.Tracked(f.signature, f.path, tuple(f.hops), f.type, f.known_leak, _observed_in(f.kind))
             for f in (*report.findings, *report.known)
             if f.signature is not None
         ]
+        compared = [self.snapshot(report.baseline), self.snapshot(report.candidate)]
         history_store.record_builds(
-            self.database,
-            [self.snapshot(report.baseline), self.snapshot(report.candidate)],
-            tracked,
-            noise=report.min_bytes // NOISE_DIVISOR,
+            self.database, compared, tracked, noise=noise, observed=self._observed(tracked, compared, noise)
         )
         # The report's JSON is the API's (to_data), but with sample objects as {tag, id}, not as the
         # service's URLs: the stored run is read back as a GateReport (results.from_data), and the
@@ -343,6 +317,43 @@ class GateQuestions(SnapshotQuestions, SuspectQuestions):
             failing=len(report.failures),
             report=json.dumps(to_data(report, dataclasses.asdict)),
         )
+
+    def _observed(
+        self, tracked: Sequence[history_store.Tracked], compared: Sequence[Snapshot], noise: int
+    ) -> list[history_store.Observed]:
+        """What every recorded build still loaded (and the two ``compared``) held of the inspection
+        rows' signatures, those ``tracked`` and those remembered before (so that each is looked up in
+        every build, as the paths' are), read from each build's stored inspection: a row missing from
+        a build that computed the inspection is observed absent; a build that did not, not observed."""
+        wanted: dict[str, set[int]] = {}
+        remembered = [(r["signature"].get("inspection"), r["signature"]["sig"]) for r in self._run("signatures")]
+        for check, sig in [*((t.inspection, t.sig) for t in tracked), *remembered]:
+            if check in INSPECTION_KINDS:
+                wanted.setdefault(check, set()).add(sig)
+        if not wanted:
+            return []
+        builds = {history_store.build_name(s): (s.tag, s.sid) for s in compared}
+        for b in self._run("builds"):
+            builds.setdefault(b["build"], (b["tag"], b["sid"]))
+        found = []
+        for build, (tag, sid) in builds.items():
+            try:
+                snapshot = self.snapshot(tag)
+            except NotFound:  # dropped since: its observations stay as they were
+                continue
+            if snapshot.sid != sid:  # its tag now names another load
+                continue
+            for check, sigs in wanted.items():
+                try:
+                    held = rows(check, self.stored_inspection(check, snapshot))
+                except NotComputed:
+                    continue
+                for sig in sigs:
+                    h = held.get(sig)
+                    size, objects = (h.size, h.objects) if h is not None else (0, 0)
+                    present = objects > 0 if check in NEW_AT_ONE else size >= noise
+                    found.append(history_store.Observed(sig, build, size, objects, present))
+        return found
 
     def history(self, signature: int) -> SignatureHistory:
         """A leak signature's history across the recorded builds (stored query ``signature-history``);
@@ -408,6 +419,13 @@ class GateQuestions(SnapshotQuestions, SuspectQuestions):
             if seen is not None:
                 kept.append({"signature": seen[0]})
         return kept
+
+
+def _observed_in(kind: str) -> str | None:
+    """The inspection check whose rows hold a finding of ``kind``'s signature; None where it is a
+    retainer path's (the paths' findings, and detached DOM's, held by a path)."""
+    check = CHECK_OF_KIND[kind]
+    return check if check in INSPECTION_KINDS and check not in PATH_CHECKS else None
 
 
 def _no_signature(signature: int) -> NotFound:

@@ -15,23 +15,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
 
-from heapdb.errors import NotComputed
 from heapdb.loader.graph import SYNTHETIC_KIND
 from heapdb.loader.inspections.leak_status import (
     Evaluation,
     Inspectors,
     ObjectFacts,
     PathLabels,
+    PathStep,
+    known_leaks_on_path,
     label_path,
     library_note,
     short_name,
-    team_inspectors,
 )
 from heapdb.loader.inspections.lifecycles import LifecycleLeaks, from_stored, shows_lifecycles
 from heapdb.loader.store import Snapshot
-from heapdb.queries import catalog, params
+from heapdb.queries import catalog, missing, params
 from heapdb.queries.base import Asking, SnapshotRef
 from heapdb.queries.results import RetainerPath
 
@@ -63,24 +62,45 @@ def path_labels(
     no classes and fields, so that other snapshots' answers stay as they were."""
     if not shows_lifecycles(snapshot.format):
         return None
-    chosen = inspectors if inspectors is not None else team_inspectors()
+    chosen = inspectors if inspectors is not None else snapshot_inspectors(asking, snapshot)
     # A level of classes per query, all in one transaction: a path's labels cost one round trip to
     # begin and one to commit, not one each.
     return asking._reading(lambda ask: _labels(Evaluation(chosen, StoredFacts(ask, snapshot.tag, chosen.names)), paths))
+
+
+def snapshot_inspectors(asking: Asking, snapshot: Snapshot) -> Inspectors:
+    """The lifecycle rules and known leaks ``snapshot`` was loaded with: its team's rules (when they
+    can still be read as they were) followed by its runtime's default rules, the groups its load
+    switched off left out. A snapshot without default rules (stored before heapdb's lifecycle rules
+    were rules, or loaded with ``--rules none``) gets heapdb's own, as its load did."""
+    from heapdb.loader.rules.defaults import RUNTIMES, default_rules
+    from heapdb.loader.store.rulesets import rules_of_snapshot
+
+    runtime = snapshot.default_rules
+    if runtime is None or runtime not in RUNTIMES:
+        return Inspectors.of(None)
+    team, _, _ = rules_of_snapshot(asking.database, snapshot)
+    defaults = default_rules(runtime)
+    rules = defaults if team is None else team.followed_by(defaults)
+    present = set(rules.group_names)
+    off = [g for g in snapshot.rules_disabled_groups or () if g == "*" or g in present]
+    return Inspectors.of(rules.with_groups(disable=off) if off else rules)
 
 
 def _labels(evaluation: Evaluation, paths: Sequence[RetainerPath]) -> tuple[PathLabels, ...]:
     evaluation.prefetch(o.id for path in paths for o in path.objects if o.kind != SYNTHETIC_KIND)
     found = []
     for path in paths:
-        statuses = [None if o.kind == SYNTHETIC_KIND else evaluation.status(o.id) for o in path.objects]
-        for i, reference in enumerate(path.references):  # a known library leak: a note on the field's holder
-            own = statuses[i]
-            leak = None if own is None else evaluation.library_leak(path.objects[i].id, reference.name)
-            if own is not None and leak is not None:
+        objects = path.objects
+        statuses = [None if o.kind == SYNTHETIC_KIND else evaluation.status(o.id) for o in objects]
+        names = [o.name if o.type == JAVA_CLASS and o.name else o.type for o in objects]
+        steps = [PathStep(r.name, r.kind, o.kind) for r, o in zip(path.references, objects[1:], strict=True)]
+        ids = [None if o.kind == SYNTHETIC_KIND else o.id for o in objects]
+        for i, leak in known_leaks_on_path(evaluation, ids, objects[0].kind, steps, names):
+            own = statuses[i]  # a known library leak: a note on the holder where its references start
+            if own is not None:
                 statuses[i] = replace(own, labels=(*own.labels, library_note(leak)))
-        names = [short_name(o.name if o.type == JAVA_CLASS and o.name else o.type) for o in path.objects]
-        found.append(label_path(statuses, names))
+        found.append(label_path(statuses, [short_name(n) for n in names]))
     return tuple(found)
 
 
@@ -89,21 +109,5 @@ class LifecycleQuestions(Asking):
         """The objects past their lifecycle the load stored, grouped by suspect references, as
         :func:`heapdb.loader.inspections.lifecycles.lifecycle_leaks` lists a file's;
         :class:`NotComputed` where the load did not compute them."""
-        snapshot = self.snapshot(ref)
-        stored: dict[str, Any] | None = snapshot.lifecycles
-        if stored is None:
-            raise lifecycles_not_computed(snapshot)
+        snapshot, stored = self.stored(ref, "lifecycles", missing.LIFECYCLES)
         return from_stored(snapshot.tag, stored, p.limit)
-
-
-def lifecycles_not_computed(snapshot: Snapshot) -> NotComputed:
-    """Why ``snapshot`` has no leak list, and what to do."""
-    if not shows_lifecycles(snapshot.format):
-        return NotComputed(
-            f"{snapshot.format} snapshots show no Java classes and field values (snapshot {snapshot.tag!r})"
-        )
-    return NotComputed(
-        f"objects past their lifecycle were not computed for snapshot {snapshot.tag!r}: it was stored by an older "
-        "heapdb, reanalysed from the store (which keeps no instance's class layout in memory) or loaded with its "
-        f"values redacted; load its file again with `heapdb load FILE --tag {snapshot.tag} --replace`"
-    )

@@ -26,7 +26,7 @@ from pydantic.fields import FieldInfo
 from heapdb import settings
 from heapdb.errors import ParameterError
 from heapdb.gatecheck import GateCheck
-from heapdb.loader.inspections import collections, dom, fill, lifecycles, react, strings, unbound
+from heapdb.loader.inspections import collections, dom, fill, held, lifecycles, react, react_hooks, strings, unbound
 from heapdb.queries.ignoring import parse_all
 from heapdb.units import parse_threshold
 
@@ -198,11 +198,14 @@ class Types(Params):
 
 class Diff(Params):
     stored = ("diff-types", "diff-paths")
-    by: Literal["type", "path", "object", "bucket"] = Field(
+    by: Literal["type", "path", "object", "bucket", "inspection"] = Field(
         "type",
         description="Group objects by type, or by retainer path (both need no stable ids), "
         "or match them by id and type: new / survived / freed (ids must be stable), "
-        "or by the buckets of the rules the snapshots were loaded under ([[bucket]] rules).",
+        "or by the buckets of the rules the snapshots were loaded under ([[bucket]] rules), "
+        "or compare the stored inspections' rows (duplicated contents, detached DOM, components, "
+        "collection types' unused capacity, lifecycle leaks, what listeners, the console and closures alone "
+        "hold, global variables, memory by React component), as the gate does.",
     )
     limit: int = Field(50, ge=1, le=MAX_GROUP_LIMIT, description="Rows to show.")
     samples: int = Field(
@@ -277,8 +280,10 @@ class Gate(Params):
     fail_on: tuple[GateCheck, ...] = Field(
         ("new-leaks", "growth"),
         description="What fails the gate (repeatable): new leak signatures, growth past --max-growth, "
-        "leak suspects (by type) the baseline did not have; and from the inspections, duplicated string contents, "
-        "detached DOM paths and unmounted React components new in the candidate or grown past --max-growth.",
+        "leak suspects (by type) the baseline did not have; and from the inspections, duplicated string and object "
+        "contents, detached DOM paths, unmounted React components, collection types' unused capacity, Java "
+        "lifecycle leaks, what listeners, the console or closures alone hold (held), the program's global variables "
+        "and memory by React component (react-hooks) new in the candidate or grown past --max-growth.",
     )
     limit: int = Field(20, ge=1, le=MAX_LIMIT, description="Findings to list per kind.")
     rules: str | None = Field(
@@ -358,6 +363,15 @@ class Stale(Params):
     )
 
 
+class Held(Params):
+    limit: int = Field(
+        20,
+        ge=1,
+        le=held.KEPT,
+        description=f"How many groups per kind of holder, and global variables (a load keeps the {held.KEPT} largest).",
+    )
+
+
 class Fill(Params):
     limit: int = Field(
         20,
@@ -371,6 +385,15 @@ class React(Params):
     stored = ("unmounted-components",)
     limit: int = Field(
         20, ge=1, le=react.KEPT, description=f"How many components (a load keeps the {react.KEPT} largest)."
+    )
+
+
+class ReactHooks(Params):
+    limit: int = Field(
+        20,
+        ge=1,
+        le=react_hooks.KEPT,
+        description=f"How many components (a load keeps the {react_hooks.KEPT} whose fibers retain most).",
     )
 
 

@@ -172,6 +172,7 @@ class Change:
     # path only before has: a verdict rule's note on it, and the reason of the known leak it is part of.
     verdict: str | None = None
     known_leak: str | None = None
+    inspection: str | None = None  # by inspection: the gate's check whose row this is (duplicate-strings...)
 
     def __post_init__(self) -> None:
         # Stored fields rather than properties, so that the JSON form carries them too.
@@ -184,8 +185,9 @@ class Change:
 class Diff:
     before: str
     after: str
-    by: str  # "type", "path" or "bucket"
+    by: str  # "type", "path", "bucket" or "inspection"
     changes: list[Change]
+    notes: list[str] = field(default_factory=list)  # by inspection: those either snapshot's load did not compute
 
 
 @dataclass(frozen=True)
@@ -429,9 +431,11 @@ class GateFinding:
     """One reason a candidate build may fail the gate: a leak signature new in it, a path that grew
     past the threshold, or a leak suspect type the baseline did not have."""
 
-    kind: str  # "new-leak", "growth" or "suspect"
-    signature: int | None  # the retainer path's signature (None for a suspect type)
-    path: str  # the path as text (for a suspect: its type)
+    kind: str  # "new-leak", "growth", "suspect", or an inspection's (gate_inspections.INSPECTION_KINDS)
+    # The retainer path's signature (None for a suspect type); an inspection row's, its own
+    # (heapdb.queries.gate_inspections.signature_of)
+    signature: int | None
+    path: str  # the path as text (for a suspect: its type; an inspection row: its content, name or suspects)
     hops: list[str]
     type: str  # the type of the path's largest object
     objects_before: int

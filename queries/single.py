@@ -14,18 +14,19 @@ from dataclasses import replace
 from typing import Any, TypeVar
 
 from heapdb.errors import NotComputed, NotFound, ParameterError
-from heapdb.loader import formats
 from heapdb.loader.graph import SYNTHETIC_KIND
 from heapdb.loader.inspections.collections import STALE_TOTALS, StaleCollection, StaleCollections
 from heapdb.loader.inspections.common import ObjectRow
-from heapdb.loader.inspections.dom import DOM_TOTALS, DetachedDom, DetachedGroup, shows_dom
-from heapdb.loader.inspections.fill import FILL_TOTALS, CollectionFill, FillRow, FillType, shows_fill
-from heapdb.loader.inspections.objects import OBJECT_TOTALS, DuplicateObject, DuplicateObjects, shows_objects
+from heapdb.loader.inspections.dom import DOM_TOTALS, DetachedDom, DetachedGroup
+from heapdb.loader.inspections.fill import FILL_TOTALS, CollectionFill, FillRow, FillType
+from heapdb.loader.inspections.held import Held, held_from_stored
+from heapdb.loader.inspections.objects import OBJECT_TOTALS, DuplicateObject, DuplicateObjects
 from heapdb.loader.inspections.react import REACT_TOTALS, UnmountedComponent, UnmountedFibers
+from heapdb.loader.inspections.react_hooks import HOOKS_TOTALS, ComponentHooks, ComponentMemory, Hook
 from heapdb.loader.inspections.strings import STRING_TOTALS, DuplicateString, DuplicateStrings, StringOwner
 from heapdb.loader.store import DroppedReferences, Snapshot
 from heapdb.loader.values import decode
-from heapdb.queries import catalog, ignoring, params
+from heapdb.queries import catalog, ignoring, missing, params
 from heapdb.queries.base import Asking, SnapshotRef
 from heapdb.queries.lifecycle import path_labels
 from heapdb.queries.params import MAX_LIMIT
@@ -53,52 +54,26 @@ class SnapshotQuestions(Asking):
         """The duplicated string contents the load stored, first by ``p.sort`` (stored query
         ``duplicate-strings``), as :func:`heapdb.loader.inspections.strings.duplicate_strings` lists a
         file's; :class:`NotComputed` where the load did not compute them."""
-        snapshot = self.snapshot(ref)
-        totals = snapshot.strings
-        if totals is None:
-            raise strings_not_computed(snapshot)
 
-        def compute() -> DuplicateStrings:
-            rows = self._run("duplicate-strings", tag=snapshot.tag, sort=p.sort, limit=p.limit)
-            return DuplicateStrings(
-                source=snapshot.tag,
-                **{f: int(totals[f]) for f in STRING_TOTALS},
-                sort=p.sort,
-                rows=tuple(
-                    DuplicateString(
-                        **{
-                            k: r[k]
-                            for k in ("key", "value", "length", "count", "retained_size", "wasted", "example_id")
-                        },
-                        owners=_owners(r),
-                    )
-                    for r in rows
-                ),
-            )
+        def answer(tag: str, totals: dict[str, Any], rows: list[dict[str, Any]]) -> DuplicateStrings:
+            shown = ("key", "value", "length", "count", "retained_size", "wasted", "example_id")
+            found = tuple(DuplicateString(**{k: r[k] for k in shown}, owners=_owners(r)) for r in rows)
+            return DuplicateStrings(source=tag, **{f: int(totals[f]) for f in STRING_TOTALS}, sort=p.sort, rows=found)
 
-        return self._cached(snapshot, ("strings", p), compute)
+        return self._inspection(ref, "strings", missing.STRINGS, p, answer)
 
     def dup_objects(self, ref: SnapshotRef, p: params.DupObjects = params.DupObjects()) -> DuplicateObjects:
         """The duplicated object contents the load stored, first by ``p.sort`` (stored query
         ``duplicate-objects``), as :func:`heapdb.loader.inspections.objects.duplicate_objects` lists a
         file's; :class:`NotComputed` where the load did not compute them."""
-        snapshot = self.snapshot(ref)
-        totals = snapshot.objects
-        if totals is None:
-            raise objects_not_computed(snapshot)
 
-        def compute() -> DuplicateObjects:
-            rows = self._run("duplicate-objects", tag=snapshot.tag, sort=p.sort, limit=p.limit)
+        def answer(tag: str, totals: dict[str, Any], rows: list[dict[str, Any]]) -> DuplicateObjects:
             shown = ("key", "type", "value", "size", "count", "retained_size", "wasted", "example_id")
-            return DuplicateObjects(
-                source=snapshot.tag,
-                rule=str(totals["rule"]),
-                **{f: int(totals[f]) for f in OBJECT_TOTALS if f != "rule"},
-                sort=p.sort,
-                rows=tuple(DuplicateObject(**{k: r[k] for k in shown}, owners=_owners(r)) for r in rows),
-            )
+            found = tuple(DuplicateObject(**{k: r[k] for k in shown}, owners=_owners(r)) for r in rows)
+            figures = {f: int(totals[f]) for f in OBJECT_TOTALS if f != "rule"}
+            return DuplicateObjects(source=tag, rule=str(totals["rule"]), **figures, sort=p.sort, rows=found)
 
-        return self._cached(snapshot, ("dup-objects", p), compute)
+        return self._inspection(ref, "objects", missing.OBJECTS, p, answer)
 
     def dom(self, ref: SnapshotRef, p: params.Dom = params.Dom()) -> DetachedDom:
         """The detached DOM the load stored, its largest holder paths first (stored query
@@ -110,7 +85,7 @@ class SnapshotQuestions(Asking):
             groups = tuple(DetachedGroup(**r) for r in rows)
             return DetachedDom(source=tag, **totals, groups=groups, largest=_objects(stored["largest"]))
 
-        return self._inspection(ref, "dom", "detached-DOM", "detached-dom", p, answer)
+        return self._inspection(ref, "dom", missing.DOM, p, answer)
 
     def react(self, ref: SnapshotRef, p: params.React = params.React()) -> UnmountedFibers:
         """The unmounted React components the load stored, those retaining most first (stored query
@@ -122,27 +97,38 @@ class SnapshotQuestions(Asking):
             components = tuple(UnmountedComponent(**r) for r in rows)
             return UnmountedFibers(source=tag, **totals, rows=components, largest=_objects(stored["largest"]))
 
-        return self._inspection(ref, "react", "unmounted-components", "unmounted-components", p, answer)
+        return self._inspection(ref, "react", missing.REACT, p, answer)
+
+    def react_hooks(self, ref: SnapshotRef, p: params.ReactHooks = params.ReactHooks()) -> ComponentHooks:
+        """Memory by React component and hook that the load stored, the components whose fibers
+        retain most first, as :func:`heapdb.loader.inspections.react_hooks.component_hooks` lists a
+        file's; :class:`NotComputed` where the load did not compute it."""
+        snapshot, stored = self.stored(ref, "hooks", missing.REACT_HOOKS)
+        rows = tuple(
+            ComponentMemory(**{**r, "hooks": tuple(Hook(**h) for h in r["hooks"])}) for r in stored["rows"][: p.limit]
+        )
+        return ComponentHooks(source=snapshot.tag, **{f: int(stored[f]) for f in HOOKS_TOTALS}, rows=rows)
 
     def stale(self, ref: SnapshotRef, p: params.Stale = params.Stale()) -> StaleCollections:
         """The collections holding detached DOM or unmounted fibers that the load stored, the most
         stale bytes first, as :func:`heapdb.loader.inspections.collections.stale_collections` lists a
         file's; :class:`NotComputed` where the load did not compute them."""
-        snapshot = self.snapshot(ref)
-        stored = snapshot.stale
-        if stored is None:
-            raise dom_not_computed(snapshot, "collections-with-stale")
+        snapshot, stored = self.stored(ref, "stale", missing.STALE)
         rows = tuple(StaleCollection(**{**r, "stale_ids": tuple(r["stale_ids"])}) for r in stored["rows"])
         return StaleCollections(source=snapshot.tag, **{f: int(stored[f]) for f in STALE_TOTALS}, rows=rows[: p.limit])
+
+    def held(self, ref: SnapshotRef, p: params.Held = params.Held()) -> Held:
+        """What event listeners, the console and closures alone keep alive, and the global
+        variables the program added, as the load stored them (:func:`heapdb.loader.inspections.held.held`
+        lists a file's); :class:`NotComputed` where the load did not compute them."""
+        snapshot, stored = self.stored(ref, "held", missing.HELD)
+        return held_from_stored(stored, source=snapshot.tag, limit=p.limit)
 
     def fill(self, ref: SnapshotRef, p: params.Fill = params.Fill()) -> CollectionFill:
         """The collections by fill that the load stored: per type, and the collections whose unused
         capacity takes most bytes, as :func:`heapdb.loader.inspections.fill.collection_fill` lists a
         file's; :class:`NotComputed` where the load did not compute them."""
-        snapshot = self.snapshot(ref)
-        stored = snapshot.fill
-        if stored is None:
-            raise fill_not_computed(snapshot)
+        snapshot, stored = self.stored(ref, "fill", missing.FILL)
         types = tuple(FillType(**{**t, "histogram": tuple(t["histogram"])}) for t in stored["types"])
         rows = tuple(FillRow(**r) for r in stored["rows"])
         totals = {f: int(stored[f]) for f in FILL_TOTALS}
@@ -152,21 +138,17 @@ class SnapshotQuestions(Asking):
         self,
         ref: SnapshotRef,
         stored_as: str,
-        name: str,
-        query: str,
-        p: params.Dom | params.React,
+        missing: Callable[[Snapshot], NotComputed],
+        p: params.Strings | params.Dom | params.React,
         answer: Callable[[str, dict[str, Any], list[dict[str, Any]]], T],
     ) -> T:
-        """An inspection of a snapshot's DOM as its load stored it: the totals in the ``:Snapshot``'s
-        ``stored_as`` property, the rows from the stored ``query``; :class:`NotComputed` (naming the
-        inspection ``name``) where the load did not compute it."""
-        snapshot = self.snapshot(ref)
-        stored = getattr(snapshot, stored_as)
-        if stored is None:
-            raise dom_not_computed(snapshot, name)
+        """An inspection as its load stored it: ``answer(tag, totals, rows)`` from the totals in the
+        ``:Snapshot``'s ``stored_as`` property and the rows of ``p``'s stored query, run with ``p``'s
+        values; ``missing(snapshot)`` where the load did not compute it (:meth:`stored`)."""
+        snapshot, stored = self.stored(ref, stored_as, missing)
 
         def compute() -> T:
-            return answer(snapshot.tag, stored, self._run(query, tag=snapshot.tag, limit=p.limit))
+            return answer(snapshot.tag, stored, self._run(p.stored[0], tag=snapshot.tag, **p.model_dump()))
 
         found: T = self._cached(snapshot, (stored_as, p), compute)
         return found
@@ -522,56 +504,6 @@ def _owners(row: dict[str, Any]) -> tuple[StringOwner, ...]:
     return tuple(
         StringOwner(type=t, copies=c, example_id=e)
         for t, c, e in zip(row["owner_types"], row["owner_copies"], row["owner_example_ids"], strict=True)
-    )
-
-
-def objects_not_computed(snapshot: Snapshot) -> NotComputed:
-    """Why ``snapshot`` has no duplicate objects, and what to do."""
-    if not shows_objects(snapshot.format):
-        return NotComputed(
-            f"heapdb does not compare the objects of {snapshot.format} snapshots (snapshot {snapshot.tag!r})"
-        )
-    return NotComputed(
-        f"duplicate objects were not computed for snapshot {snapshot.tag!r}: it was stored by an older heapdb or "
-        "reanalysed from the store, which keeps neither whole strings nor whole arrays; load its file again with "
-        f"`heapdb load FILE --tag {snapshot.tag} --replace`"
-    )
-
-
-def strings_not_computed(snapshot: Snapshot) -> NotComputed:
-    """Why ``snapshot`` has no duplicate strings, and what to do."""
-    declared = formats.named(snapshot.format)
-    if declared is None or declared.strings is None:
-        return NotComputed(
-            f"heapdb does not read the strings of {snapshot.format} snapshots (snapshot {snapshot.tag!r})"
-        )
-    return NotComputed(
-        f"duplicate strings were not computed for snapshot {snapshot.tag!r}: it was stored by an older heapdb or "
-        "reanalysed from the store, whose names are cut to 200 characters; load its file again with "
-        f"`heapdb load FILE --tag {snapshot.tag} --replace`"
-    )
-
-
-def dom_not_computed(snapshot: Snapshot, inspection: str) -> NotComputed:
-    """Why ``snapshot`` has no answer of an ``inspection`` of its DOM, and what to do."""
-    if not shows_dom(snapshot.format):
-        return NotComputed(f"{snapshot.format} snapshots hold no DOM (snapshot {snapshot.tag!r})")
-    return NotComputed(
-        f"the {inspection} inspection was not computed for snapshot {snapshot.tag!r}: it was stored by an older heapdb; "
-        f"run `heapdb reanalyze {snapshot.tag}`, or load its file again with "
-        f"`heapdb load FILE --tag {snapshot.tag} --replace`"
-    )
-
-
-def fill_not_computed(snapshot: Snapshot) -> NotComputed:
-    """Why ``snapshot`` has no collections by fill, and what to do."""
-    if not shows_fill(snapshot.format):
-        return NotComputed(f"{snapshot.format} snapshots show no collection capacities (snapshot {snapshot.tag!r})")
-    return NotComputed(
-        f"collections by fill were not computed for snapshot {snapshot.tag!r}: it was stored by an older heapdb, "
-        "reanalysed from the store (which keeps no Java field values) or loaded with its values redacted; run "
-        f"`heapdb reanalyze {snapshot.tag}` (V8), or load its file again with "
-        f"`heapdb load FILE --tag {snapshot.tag} --replace`"
     )
 
 

@@ -24,7 +24,7 @@ from heapdb.errors import NotComputed, ParameterError
 from heapdb.loader.inspections import unbound
 from heapdb.loader.inspections.unbound import SeriesPoint, ShapeTable, Tracked, UnboundGrowth
 from heapdb.loader.store import Snapshot
-from heapdb.queries import leaks_by_id, params
+from heapdb.queries import leaks_by_id, missing, params
 from heapdb.queries.base import Asking, SnapshotRef
 from heapdb.queries.compare import MIN_SERIES
 
@@ -43,15 +43,12 @@ class UnboundQuestions(Asking):
         across three or more snapshots of one process (oldest first), by ``p.rule``."""
         if len(refs) < MIN_SERIES:
             raise ParameterError(f"unbound needs at least {MIN_SERIES} snapshots, got {len(refs)}")
+        # Every tag is looked up before any is asked for its shapes: one the caller may not read
+        # answers as unknown whatever the others hold.
         snapshots = [self.snapshot(ref, objects=True) for ref in refs]
         if len({s.tag for s in snapshots}) != len(snapshots):
             raise ParameterError("unbound needs distinct snapshots: a tag is given twice")
-        missing = [s.tag for s in snapshots if s.shapes is None]
-        if missing:
-            raise NotComputed(
-                f"the unbound-shape inspection was not computed for snapshot {missing[0]!r} (a V8 snapshot stored by "
-                f"an older heapdb, or another format, whose objects have no V8 shapes): heapdb reanalyze {missing[0]}"
-            )
+        snapshots = [self.stored(s, "shapes", missing.SHAPES, objects=True)[0] for s in snapshots]
         return self._cached(
             snapshots[0], ("unbound", tuple(s.sid for s in snapshots[1:]), p), lambda: self._unbound(snapshots, p)
         )

@@ -111,7 +111,7 @@ def _check(p: params.Diff, sort: str) -> None:
 
 def _sorted(answer: Diff, sort: str) -> Diff:
     changes = sorted(answer.changes, key=SORT_KEYS[sort])
-    return Diff(before=answer.before, after=answer.after, by=answer.by, changes=changes)
+    return Diff(before=answer.before, after=answer.after, by=answer.by, changes=changes, notes=answer.notes)
 
 
 def _flamegraph(ask: Questions, answer: Diff, limit: int) -> Markup | None:

@@ -18,7 +18,7 @@ import secrets
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 from urllib.parse import parse_qs, urlencode
 
 import anyio.to_thread
@@ -31,8 +31,6 @@ from pydantic import Field
 
 from heapdb.errors import NotComputed, NotFound
 from heapdb.loader.inspections.dom import shows_dom
-from heapdb.loader.inspections.fill import CollectionFill
-from heapdb.loader.inspections.lifecycles import LifecycleLeaks
 from heapdb.loader.inspections.objects import shows_objects
 from heapdb.loader.store import Snapshot, list_snapshots
 from heapdb.loader.store.prune import SUMMARY_ANSWERS, load_again
@@ -46,6 +44,7 @@ from heapdb.service import links, trees
 from heapdb.service.links import JSON_SUFFIX, LOGIN, page_path
 from heapdb.units import human_bytes
 
+T = TypeVar("T")
 # The pages' routes by the names this module's callers know them by.
 SNAPSHOTS = links.HOME_PAGE
 SNAPSHOT = links.SNAPSHOT_PAGE
@@ -187,6 +186,7 @@ def add_pages(
         except NotComputed as e:  # the page still answers; the section says why it is empty
             strings, strings_note = None, str(e)
         detached, detached_note, components, components_note, holding = None, None, None, None, None
+        by_component = None
         if shows_dom(found.format):  # other formats' pages say nothing of a DOM
             try:
                 detached = ask.dom(found, params.Dom(limit=WASTE_ROWS))
@@ -196,10 +196,8 @@ def add_pages(
                 components = ask.react(found, params.React(limit=WASTE_ROWS))
             except NotComputed as e:
                 components_note = str(e)
-            try:  # shown only where some collection holds stale objects
-                holding = ask.stale(found, params.Stale(limit=WASTE_ROWS))
-            except NotComputed:
-                holding = None
+            by_component = _shown(lambda: ask.react_hooks(found, params.ReactHooks(limit=WASTE_ROWS)))
+            holding = _shown(lambda: ask.stale(found, params.Stale(limit=WASTE_ROWS)))
         data = {
             "snapshot": found.as_dict(),
             "strings": strings,
@@ -208,10 +206,12 @@ def add_pages(
             "dom_note": detached_note,
             "react": components,
             "react_note": components_note,
+            "react_hooks": by_component,
             "stale": holding,
             **_dup_objects_of(ask, found),
-            "fill": _fill_of(ask, found),
-            "lifecycles": _lifecycles_of(ask, found),
+            "fill": _shown(lambda: ask.fill(found, params.Fill(limit=WASTE_ROWS))),
+            "held": _shown(lambda: ask.held(found, params.Held(limit=WASTE_ROWS))),
+            "lifecycles": _shown(lambda: ask.lifecycles(found, params.Lifecycles(limit=WASTE_ROWS))),
             # A pruned snapshot has no objects to rank: its page shows the types and a notice.
             "top": [] if found.summary else ask.top(found, params.Top(limit=TOP_ROWS)),
             "suspects": None if found.summary else ask.suspects(found, params.Suspects()),
@@ -416,20 +416,12 @@ def error_page(request: Request, status: int, message: str, retry_after: int | N
     return HTMLResponse(html, status_code=status, headers=headers)
 
 
-def _fill_of(ask: Questions, found: Snapshot) -> CollectionFill | None:
-    """The collections by fill for the snapshot page; None where not computed (the page then says
-    nothing of them: a format without capacities, or a snapshot stored before)."""
+def _shown(answer: Callable[[], T]) -> T | None:
+    """An inspection for the snapshot page, or None where it was not computed (or is still being
+    worked out): the page then says nothing of it (a format without what it needs, a snapshot stored
+    before it existed), as each section shows only what there is."""
     try:
-        return ask.fill(found, params.Fill(limit=WASTE_ROWS))
-    except NotComputed:
-        return None
-
-
-def _lifecycles_of(ask: Questions, found: Snapshot) -> LifecycleLeaks | None:
-    """The Java objects past their lifecycle for the snapshot page; None where not computed (the
-    page then says nothing of them: a format without classes and fields, or a snapshot stored before)."""
-    try:
-        return ask.lifecycles(found, params.Lifecycles(limit=WASTE_ROWS))
+        return answer()
     except NotComputed:
         return None
 

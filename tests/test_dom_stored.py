@@ -20,9 +20,8 @@ from heapdb.db import Database
 from heapdb.loader.inspections import collections, dom, react
 from heapdb.loader.paths import first_paths
 from heapdb.loader.store import Snapshot
-from heapdb.queries import params
+from heapdb.queries import missing, params
 from heapdb.queries.questions import Questions
-from heapdb.queries.single import dom_not_computed
 from heapdb.service import pages
 from heapdb.service.app import create_app
 from heapdb.service.links import to_json
@@ -111,7 +110,7 @@ def test_a_node_snapshot_answers_as_its_file_does(database: Database, leak_loade
 
 def test_a_format_without_dom_says_so() -> None:
     snapshot = Snapshot.from_properties({"sid": 1, "tag": "java", "format": "hprof", "status": "ready"})
-    assert str(dom_not_computed(snapshot, "detached-DOM")) == "hprof snapshots hold no DOM (snapshot 'java')"
+    assert str(missing.DOM(snapshot)) == "hprof snapshots hold no DOM (snapshot 'java')"
 
 
 def test_the_stored_query_is_there_for_ones_own_cypher(page: Loaded) -> None:

@@ -17,9 +17,8 @@ from heapdb.errors import NotComputed
 from heapdb.loader.inspections import fill
 from heapdb.loader.paths import first_paths
 from heapdb.loader.store import Snapshot
-from heapdb.queries import params
+from heapdb.queries import missing, params
 from heapdb.queries.questions import Questions
-from heapdb.queries.single import fill_not_computed
 from heapdb.service import pages
 from heapdb.service.app import create_app
 from heapdb.service.links import to_json
@@ -79,4 +78,4 @@ def test_a_snapshot_stored_before_says_to_load_again(database: Database, java_lo
 
 def test_a_format_without_capacities_says_so() -> None:
     snapshot = Snapshot.from_properties({"sid": 1, "tag": "game", "format": "luau", "status": "ready"})
-    assert str(fill_not_computed(snapshot)) == "luau snapshots show no collection capacities (snapshot 'game')"
+    assert str(missing.FILL(snapshot)) == "luau snapshots show no collection capacities (snapshot 'game')"

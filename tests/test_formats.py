@@ -69,7 +69,7 @@ def graph_of(meta: dict[str, object]) -> HeapGraph:
     [
         ({"format": "v8"}, Semantics.V8, "v8"),
         ({"format": "luau"}, Semantics.GENERIC, "luau"),
-        ({"format": "hprof", "runtime": "java"}, Semantics.GENERIC, None),
+        ({"format": "hprof", "runtime": "java"}, Semantics.GENERIC, "java"),
         ({"format": "snapbin", "runtime": "Python"}, Semantics.GENERIC, "python"),
         ({"format": "snapbin", "runtime": "v8"}, Semantics.GENERIC, "v8"),  # a snap.bin says its runtime
         ({}, Semantics.GENERIC, None),

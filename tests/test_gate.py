@@ -30,6 +30,7 @@ from heapdb.queries.gate import classify, threshold_bytes
 from heapdb.queries.questions import Questions
 from heapdb.queries.results import GateFinding, GateReport, ObjectRef
 from heapdb.renderers import ci_report
+from heapdb.service import compare_pages
 from heapdb.service.app import create_app
 from heapdb.service.links import to_json
 from heapdb.units import parse_threshold
@@ -340,10 +341,44 @@ def test_rest_twins_answer_as_the_python_api(database: Database, builds) -> None
 
 
 @pytest.mark.node
+def test_the_inspections_checks_fail_the_leaking_build_and_are_remembered(database: Database, builds) -> None:
+    tags, _reports = builds
+    questions = Questions(database)
+    asked = params.Gate(fail_on=("duplicate-objects", "collection-fill"), min_bytes=2048, max_growth="1024")
+    report = questions.gate(tags[CLEAN], tags[FIRST], asked)
+    assert not report.passed
+    copies = [f for f in report.failures if f.kind == "duplicate-object"]
+    # One content per user of the sessions the audit trail keeps (tests/test_gate_inspections.py
+    # checks them all, in process): the report lists the first of each kind.
+    assert len(copies) == asked.limit and all(f.path.startswith("Session {user: 'user-") for f in copies)
+    (array,) = [f for f in report.failures if f.kind == "collection-fill"]
+    assert array.path == "Array" and array.growth > 0 and not [f for f in report.failures if f.kind == "new-leak"]
+    text = CliRunner().invoke(
+        main, ["diff", tags[CLEAN], tags[FIRST], "--by", "inspection", "--limit", "500", "--json"]
+    )
+    changes = json.loads(text.stdout)["changes"]
+    assert {c["signature"] for c in changes} >= {f.signature for f in copies}
+    assert next(c for c in changes if c["inspection"] == "collection-fill")["size_delta"] == array.growth
+    shown = CliRunner().invoke(main, ["diff", tags[CLEAN], tags[FIRST], "--by", "inspection"]).stdout
+    assert "collection-fill: Array" in shown and "duplicate-objects: Session {user: 'user-" in shown
+    page = TestClient(create_app()).get(compare_pages.compare_page(tags[CLEAN], tags[FIRST], "inspection"))
+    assert page.status_code == 200 and "collection-fill" in page.text and "inspection rows" in page.text
+    questions.record_gate(report)
+    history = questions.history(copies[0].signature or 0)
+    # Looked up in every build still loaded: the sessions are kept while the trail leaks, 3 to 5.
+    assert (history.first_seen, history.last_seen, history.status) == (str(FIRST), str(LAST), "fixed")
+    assert {o.build for o in history.observations if o.present} <= {str(n) for n in LEAKING}
+    assert history.observations[0].build == str(BUILDS[0]) and not history.observations[0].present
+
+
+@pytest.mark.node
 def test_dropping_a_snapshot_keeps_the_history(database: Database, builds) -> None:
     tags, reports = builds
     signature = _leak(reports[FIRST]).signature or 0
     questions = Questions(database)
+    # Recorded once before the drop: each recording sums every signature up again by its own
+    # thresholds, and an earlier test may have recorded with others.
+    questions.record_gate(questions.gate(tags[LAST], tags[FIXED]))
     before = questions.history(signature)
     store.drop(database, tags[FIRST + 1])
     questions.record_gate(questions.gate(tags[LAST], tags[FIXED]))

@@ -261,5 +261,8 @@ def test_a_format_without_dom_is_refused_before_it_is_read(tmp_path: Path) -> No
     dump = tmp_path / "empty.json"
     dump.write_text('{"objects": {}, "roots": {}}')  # a Luau dump: its first bytes say so
     result = CliRunner().invoke(main, ["analyze", str(dump), "--dom"])
-    assert result.exit_code == 2 and "--dom, --react and --stale: luau snapshots hold no DOM" in result.output
+    assert (
+        result.exit_code == 2
+        and "--dom, --react, --react-hooks and --stale: luau snapshots hold no DOM" in result.output
+    )
     assert "Traceback" not in result.output

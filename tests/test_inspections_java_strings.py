@@ -133,14 +133,14 @@ def test_the_report_text_names_the_waste(java_dump: tuple[Path, Path, int]) -> N
 def test_a_redacting_load_keeps_the_figures_and_shows_no_text(java_dump: tuple[Path, Path, int]) -> None:
     graph = formats.read_graph(java_dump[0])
     result = analysis.analyze(graph)
-    plain = LoadInput.from_analysis(graph, result).strings
+    plain = LoadInput.from_analysis(graph, result).inspections.strings
     assert plain is not None and plain.rows[0].value.startswith("service.option.0=")
     # Every primitive value (a Java string's characters are its array's), or the strings by pattern.
     for redaction, covered in (
         (Redaction(values=True, key=bytes(32)), sum(r.length > 0 for r in plain.rows)),  # "" hides nothing
         (Redaction(strings=Match((Pattern(PatternKind.GLOB, "service.option.*"),)), key=bytes(32)), 2),
     ):
-        redacted = LoadInput.from_analysis(graph, result, redaction=redaction).strings
+        redacted = LoadInput.from_analysis(graph, result, redaction=redaction).inspections.strings
         assert redacted is not None
         figures = ("length", "count", "retained_size", "wasted", "example_id", "owners")
         assert [[getattr(r, f) for f in figures] for r in redacted.rows] == [

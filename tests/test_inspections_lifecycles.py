@@ -19,11 +19,11 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
-from heapdb import settings
 from heapdb.cli import main
 from heapdb.db import Database
 from heapdb.errors import NotComputed, RuleError
@@ -32,6 +32,8 @@ from heapdb.loader.graph import EdgeKind, HeapGraph
 from heapdb.loader.inspections import leak_status, lifecycles
 from heapdb.loader.inspections.leak_status import LEAKING, NOT_LEAKING, UNKNOWN, Status, label_path
 from heapdb.loader.paths import first_paths
+from heapdb.loader.rules import compile_rules, load_rules
+from heapdb.loader.rules.defaults import default_rules
 from heapdb.queries import params
 from heapdb.queries.questions import Questions
 from heapdb.service import pages
@@ -166,7 +168,7 @@ def reachable_bytes(graph: HeapGraph, removed: set[int]) -> int:
 def answer(made: Made) -> lifecycles.LifecycleLeaks:
     paths = first_paths(made.graph, made.result.retaining, made.result.transient)
     found = lifecycles.lifecycle_leaks(
-        made.graph, made.result, paths, source="dump", inspectors=leak_status.load_inspectors()
+        made.graph, made.result, paths, source="dump", inspectors=leak_status.default_inspectors()
     )
     assert found is not None
     return found
@@ -247,7 +249,7 @@ def test_labels_reasons_and_suspects_follow_shark(made: Made, answer: lifecycles
 
 def test_each_object_gets_its_own_status(made: Made) -> None:
     """Status object by object, before any path: what the program set on each."""
-    inspectors = leak_status.load_inspectors()
+    inspectors = leak_status.default_inspectors()
     evaluation = leak_status.Evaluation(inspectors, lifecycles.GraphFacts(made.graph, inspectors.names))
     status = evaluation.status
     for a in [*made.destroyed, made.gone]:
@@ -296,13 +298,18 @@ def test_propagation_and_conflicts_as_shark_resolves_them() -> None:
     assert leak_status.resolve(["gone"], ["in use"], [], leaking_wins=True).reason == "gone. Conflicts with in use"
 
 
-def test_a_teams_rules_and_bad_ones(made: Made, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def teams(path: Path) -> leak_status.Inspectors:
+    """The lifecycle rules of a team's rule file, followed by the Java defaults, as a load takes them."""
+    return leak_status.Inspectors.of(load_rules(path).followed_by(default_rules("java")))
+
+
+def test_a_teams_rules_and_bad_ones(made: Made, tmp_path: Path) -> None:
     team = tmp_path / "team.toml"
     team.write_text(
         'version = 1\n[[lifecycle]]\nclass = "LifecycleLeak$MainActivity$1"\nstatus = "leaking"\n'
         'when = { "this$0" = { instance_of = "android.app.Activity" }, "this$0.mDestroyed" = true }\n'
     )
-    inspectors = leak_status.load_inspectors([team])
+    inspectors = teams(team)
     evaluation = leak_status.Evaluation(inspectors, lifecycles.GraphFacts(made.graph, inspectors.names))
     g = made.graph
     holders = [v for v in range(g.node_count) if g.type_name(v) == "LifecycleLeak$MainActivity$1"]
@@ -311,24 +318,42 @@ def test_a_teams_rules_and_bad_ones(made: Made, tmp_path: Path, monkeypatch: pyt
     assert evaluation.status(holders[0]).reason.startswith(
         "LifecycleLeak$MainActivity$1#this$0 is an instance of android.app.Activity and"
     )
-    # The team's file as the setting names it: read after heapdb's own rules.
-    monkeypatch.setenv(settings.LIFECYCLES.name, str(team))
-    assert leak_status.team_inspectors().rules[-1].cls == "LifecycleLeak$MainActivity$1"
-    monkeypatch.delenv(settings.LIFECYCLES.name)
-    assert leak_status.team_inspectors() == leak_status.load_inspectors()
+    # The team's rules come first, heapdb's own follow them.
+    assert inspectors.rules[0].cls == "LifecycleLeak$MainActivity$1"
+    assert inspectors.rules[1:] == leak_status.default_inspectors().rules
     for bad, says in (
-        ("version = 2", "version = 1"),
-        ('version = 1\n[[lifecycle]]\nclass = "A"\nstatus = "dead"', "status must be one of"),
-        ('version = 1\n[[lifecycle]]\nclass = "A"\nstatus = "leaking"\nwhen = { f = "maybe" }', "f = 'maybe'"),
-        ('version = 1\n[[lifecycle]]\nclass = "A"\nstatus = "leaking"\nwhen = { f = { above = true } }', "a number"),
-        ("version = 1\n[[oops]]", "unknown key"),
-        ('version = 1\n[[library_leak]]\nclass = "A"\nfield = "f"', "class, field and reason are text"),
-        ('version = 1\n[[library_leak]]\nclass = "A"\nfield = "f"\nreason = "r"\nstatic = 1', "static is true"),
-        ("version = [", "not valid TOML"),
+        ("version = 2", ":1: unknown rule-file version 2 .this heapdb reads version 1"),
+        ('version = 1\n[[lifecycle]]\nclass = "A"\nstatus = "dead"', ":4: lifecycle: status: expected one of"),
+        (
+            'version = 1\n[[lifecycle]]\nclass = "A"\nstatus = "leaking"\nwhen = { f = "maybe" }',
+            ":5: lifecycle: when: f: expected true, false.* got a string 'maybe'",
+        ),
+        (
+            'version = 1\n[[lifecycle]]\nclass = "A"\nstatus = "leaking"\nwhen = { f = { above = true } }',
+            ":5: lifecycle: when: f: above takes a number",
+        ),
+        ("version = 1\n[[oops]]", ":2: unknown rule kind 'oops'"),
+        ('version = 1\n[[lifecycle]]\nstatus = "leaking"', ":2: lifecycle: missing `class"),
+        ('version = 1\n[[library_leak]]\nclass = "A"\nfield = "f"', ":2: library_leak: .* is a \\[\\[known_leak\\]\\]"),
+        ("version = [", "team.toml: not valid TOML"),
     ):
         team.write_text(bad)
         with pytest.raises(RuleError, match=says):
-            leak_status.load_inspectors([team])
+            teams(team)
+
+
+def test_known_leaks_match_through_subclasses(made: Made, tmp_path: Path) -> None:
+    """The Java default rules' known leaks mark what only Android's references keep (here the view
+    the input method manager serves), and `instance_of` selects a class's subclasses' instances."""
+    compiled = compile_rules(default_rules("java"), made.graph)
+    assert compiled.known_leak is not None
+    assert np.flatnonzero(compiled.known_leak >= 0).tolist() == [made.served]
+    assert compiled.known_leaks[int(compiled.known_leak[made.served])].reason.startswith("InputMethodManager keeps")
+    team = tmp_path / "team.toml"
+    team.write_text('version = 1\n[[verdict]]\nnote = "an activity"\nobject.instance_of = "android.app.Activity"\n')
+    verdict = compile_rules(load_rules(team), made.graph).verdict
+    assert verdict is not None
+    assert set(np.flatnonzero(verdict >= 0).tolist()) == {*made.destroyed, *made.live, made.gone}
 
 
 @pytest.fixture(scope="module")
@@ -424,6 +449,11 @@ def test_a_person_sees_the_destroyed_activities_first_and_asks_why_in_chromium(
         example = answer.groups[0].example_id
         reached = browser.follow(f'#lifecycles tbody tr:first-child a[href$="/objects/{example}"]')
         assert reached == base + pages.object_page(loaded.tag, example)
+        # The object page's path carries the same labels: the example itself is LEAKING, with why.
+        statuses = browser.evaluate("[...document.querySelectorAll('ol.path .leak-status')].map(e => e.innerText)")
+        assert statuses[-1] == "LEAKING" and "NOT_LEAKING" in statuses
+        assert browser.evaluate("document.querySelectorAll('ol.path .ref.suspect').length") >= 1
+        browser.screenshot(SCREENSHOTS / "object-lifecycle-labels.png")
         browser.goto(base + f"/ask/why?tag={loaded.tag}&object_id={example}")
         text = browser.evaluate("document.querySelector('main').innerText")
         assert "LEAKING" in text and "~~~" in text  # the labels and the suspect references, as the CLI prints them

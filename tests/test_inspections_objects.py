@@ -185,8 +185,8 @@ def test_a_redacting_load_keeps_the_figures_and_shows_no_value(
     ):
         graph = formats.read_graph(path)
         result = analysis.analyze(graph)
-        plain = LoadInput.from_analysis(graph, result).objects
-        redacted = LoadInput.from_analysis(graph, result, redaction=redaction).objects
+        plain = LoadInput.from_analysis(graph, result).inspections.objects
+        redacted = LoadInput.from_analysis(graph, result, redaction=redaction).inspections.objects
         assert plain is not None and redacted is not None and plain.rows
         figures = ("type", "size", "count", "retained_size", "wasted", "example_id", "owners")
         assert [[getattr(r, f) for f in figures] for r in redacted.rows] == [
@@ -203,7 +203,9 @@ def test_a_redacting_load_keeps_the_figures_and_shows_no_value(
 def test_redacted_arrays_show_no_elements(java_dump: tuple[Path, Path]) -> None:
     graph = formats.read_graph(java_dump[0])
     result = analysis.analyze(graph)
-    redacted = LoadInput.from_analysis(graph, result, redaction=Redaction(values=True, key=b"k" * 32)).objects
+    redacted = LoadInput.from_analysis(
+        graph, result, redaction=Redaction(values=True, key=b"k" * 32)
+    ).inspections.objects
     assert redacted is not None and redacted.rows and all(r.value == "" for r in redacted.rows)
 
 

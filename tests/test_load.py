@@ -20,7 +20,7 @@ from fastapi.testclient import TestClient
 from heapdb import neo4j_server
 from heapdb.cli import main
 from heapdb.db import Database
-from heapdb.errors import LoadError, NotFound, ObjectsLoading, ReferencesLoading
+from heapdb.errors import InspectionsLoading, LoadError, NotFound, ObjectsLoading, ReferencesLoading
 from heapdb.loader import analysis, formats, store
 from heapdb.loader.store.order import EARLY_SUSPECT_SHARE, write_order
 from heapdb.queries import params
@@ -270,6 +270,12 @@ def test_questions_answer_before_the_objects_and_references_are_written(
         later_why = client.get(f"/api/snapshots/{tag}/objects/{int(graph.ids[later])}/why")
         seen["rest"] = (early_why.status_code, later_why.status_code, "still loading its objects" in later_why.text)
         seen["page"] = "objects still being written" in client.get("/").text
+        # The inspections come next, within seconds: asked before, each says so and the page answers.
+        with pytest.raises(InspectionsLoading, match="still working out its inspections"):
+            questions.strings(tag)
+        strings_rest = client.get(f"/api/snapshots/{tag}/strings")
+        page = client.get(f"/snapshots/{tag}")
+        seen["inspections"] = (strings_rest.status_code, page.status_code, "still working out" in page.text)
         code, out, _ = invoke("snapshots")
         seen["listed"] = [line for line in out.splitlines() if line.startswith(tag)][0]
 
@@ -288,6 +294,9 @@ def test_questions_answer_before_the_objects_and_references_are_written(
     assert seen["cli"] == (1, True, False)
     assert seen["rest"] == (200, 409, True)
     assert seen["page"]
+    assert seen["inspections"] == (409, 200, True)
+    computed = data.inspections.strings
+    assert computed is not None and questions.strings(tag).duplicated == computed.duplicated > 0
     assert "ready, objects " in str(seen["listed"])
 
     after = store.get_snapshot(database, tag)

@@ -21,9 +21,8 @@ from heapdb.db import Database
 from heapdb.errors import NotComputed
 from heapdb.loader.inspections import objects
 from heapdb.loader.store import Snapshot
-from heapdb.queries import params
+from heapdb.queries import missing, params
 from heapdb.queries.questions import Questions
-from heapdb.queries.single import objects_not_computed
 from heapdb.service import pages
 from heapdb.service.app import create_app
 from heapdb.service.links import to_json
@@ -99,9 +98,7 @@ def test_a_snapshot_without_them_says_what_to_do(database: Database, dup: Loaded
 
 def test_a_format_whose_objects_are_not_compared_says_so() -> None:
     snapshot = Snapshot.from_properties({"sid": 1, "tag": "lua", "format": "luau", "status": "ready"})
-    assert (
-        str(objects_not_computed(snapshot)) == "heapdb does not compare the objects of luau snapshots (snapshot 'lua')"
-    )
+    assert str(missing.OBJECTS(snapshot)) == "heapdb does not compare the objects of luau snapshots (snapshot 'lua')"
 
 
 def test_a_person_reads_the_copies_and_the_unused_room_and_opens_one_in_chromium(

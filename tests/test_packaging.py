@@ -56,6 +56,8 @@ def test_wheel_has_one_namespace_and_the_query_files(tmp_path: Path) -> None:
         assert shipped_pages == page_files and page_files
     cypher_sources = sorted(p.name for p in (ROOT / "queries").glob("*.cypher"))
     assert sorted(n.split("/")[-1] for n in names if n.endswith(".cypher")) == cypher_sources
+    # The data the inspections read: the global names runtimes define (the held inspection).
+    assert "heapdb/loader/inspections/globals.toml" in names
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert "heapdb = heapdb.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 

@@ -281,7 +281,7 @@ ERRORS = [
     (
         "version = 1\n[[owns]]\nto = 'A'\n\n[[weak]]\nto.tipe = 'A'\n",
         6,
-        "unknown key 'tipe' (expected type, name, kind)",
+        "unknown key 'tipe' (expected type, name, kind, instance_of)",
     ),
     ("version = 1\n[[weak]]\nfrom = {}\n", 3, "expected a type name or a table"),
     ("version = 1\n[[weak]]\nto.type = 3\n", 3, "expected a string (exact)"),

@@ -14,7 +14,14 @@ import pytest
 
 from heapdb.errors import RuleError
 from heapdb.loader import analysis, formats
-from heapdb.loader.rules import InternalRule, TransientRule, compile_rules, parse_rules
+from heapdb.loader.rules import (
+    InternalRule,
+    KnownLeakRule,
+    LifecycleRule,
+    TransientRule,
+    compile_rules,
+    parse_rules,
+)
 from heapdb.loader.rules.defaults import RUNTIMES, default_group_names, default_rules, runtime_of
 from tests.test_analysis import random_graph
 
@@ -88,7 +95,9 @@ def test_nothing_internal_means_every_holder_is_the_dominator() -> None:
 @pytest.mark.parametrize("runtime", RUNTIMES)
 def test_default_rule_sets_change_no_dominator(runtime: str) -> None:
     rules = default_rules(runtime)
-    assert rules.rules and all(isinstance(r, (InternalRule, TransientRule)) for r in rules.rules)
+    # Kinds that weigh no reference: internal and transient rules, known leaks and lifecycles.
+    kinds = (InternalRule, TransientRule, KnownLeakRule, LifecycleRule)
+    assert rules.rules and all(isinstance(r, kinds) for r in rules.rules)
     assert all(r.group for r in rules.rules), "every default rule can be switched off by its group"
     assert set(rules.group_names) <= default_group_names()
 

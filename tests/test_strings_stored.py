@@ -21,9 +21,8 @@ from heapdb.db import Database
 from heapdb.errors import NotComputed
 from heapdb.loader.inspections import strings
 from heapdb.loader.store import Snapshot
-from heapdb.queries import params
+from heapdb.queries import missing, params
 from heapdb.queries.questions import Questions
-from heapdb.queries.single import strings_not_computed
 from heapdb.service import pages
 from heapdb.service.app import create_app
 from heapdb.service.links import to_json
@@ -133,10 +132,7 @@ def test_a_reanalysed_snapshot_says_its_names_are_cut(database: Database) -> Non
 
 def test_a_format_whose_strings_are_not_read_says_so() -> None:
     snapshot = Snapshot.from_properties({"sid": 1, "tag": "other", "format": "unknown", "status": "ready"})
-    assert (
-        str(strings_not_computed(snapshot))
-        == "heapdb does not read the strings of unknown snapshots (snapshot 'other')"
-    )
+    assert str(missing.STRINGS(snapshot)) == "heapdb does not read the strings of unknown snapshots (snapshot 'other')"
 
 
 def test_a_java_dump_answers_as_its_file_does(database: Database, tmp_path: Path) -> None:

@@ -23,7 +23,18 @@ from heapdb.errors import HeapdbError, RuleError
 from heapdb.loader import analysis, formats, views
 from heapdb.loader.analysis import Semantics
 from heapdb.loader.graph import HeapGraph
-from heapdb.loader.inspections import collections, dom, fill, lifecycles, objects, react, strings, unbound
+from heapdb.loader.inspections import (
+    collections,
+    dom,
+    fill,
+    held,
+    lifecycles,
+    objects,
+    react,
+    react_hooks,
+    strings,
+    unbound,
+)
 from heapdb.loader.report import AnalysisReport, analysis_report
 from heapdb.loader.rules import CompiledRules, RulesSummary, compile_rules, rules_summary
 from heapdb.loader.rules.defaults import default_rules
@@ -100,8 +111,15 @@ def print_rules(summary: RulesSummary) -> None:
     if summary.known_leak_rules or summary.verdict_rules:
         click.echo(
             f"  applied at load: {summary.known_leak_rules} known_leak and {summary.verdict_rules} verdict rules "
-            "(`heapdb load` marks the objects; leak and object answers show them, analyze does not)"
+            "(`heapdb load` marks the objects; leak and object answers show them)"
         )
+    if summary.known_leaks:
+        click.echo("")
+        click.echo("Known leaks (known_leak rules: reported apart from new leaks):")
+        click.echo(f"  {'retained':>10}  {'objects':>9}  reason")
+        for leak in summary.known_leaks:
+            link = f" ({leak.link})" if leak.link else ""
+            click.echo(f"  {human_bytes(leak.retained_size):>10}  {leak.objects:>9,}  {leak.reason}{link}")
     if summary.buckets:
         click.echo("")
         click.echo("Buckets:")
@@ -193,11 +211,26 @@ def print_rules(summary: RulesSummary) -> None:
     "with what holds each (memlab's `unmounted-fiber-node` analysis); --top components.",
 )
 @click.option(
+    "--react-hooks",
+    "by_hooks",
+    is_flag=True,
+    help="Also list memory by React component (V8 snapshots of a page): its fibers, what they retain, and the "
+    "hooks of one of them (memlab's `react-hooks` analysis); --top components.",
+)
+@click.option(
     "--stale",
     "stale",
     is_flag=True,
     help="Also list the Maps, Sets and Arrays that still reference detached DOM or unmounted React fibers "
     "(memlab's `collections-with-stale` analysis); --top collections.",
+)
+@click.option(
+    "--held",
+    "by_holders",
+    is_flag=True,
+    help="Also list what event listeners, the console and closures alone keep alive (V8 snapshots; Chrome "
+    "DevTools' filters), grouped by the path that reaches it, and the global variables the program added "
+    "(memlab's `global-variable` analysis); --top paths and globals.",
 )
 @click.option(
     "--fill",
@@ -242,8 +275,10 @@ def analyze(
     dup_objects: bool,
     detached_dom: bool,
     unmounted: bool,
+    by_hooks: bool,
     stale: bool,
     by_fill: bool,
+    by_holders: bool,
     by_lifecycles: bool,
     later: tuple[str, ...],
 ) -> None:
@@ -254,7 +289,7 @@ def analyze(
     own objects to the program's, as a load's `top` does); --rules FILE puts a team's rule file
     before them; --rules NAME reads a rule set stored with `heapdb rules add` from the database
     (the only case that needs Neo4j). --rules none gives the plain, engine-level analysis.
-    --lifelines, --heapdomstats, --strings, --dup-objects, --dom, --react, --stale and --fill add views of the same analysis
+    --lifelines, --heapdomstats, --strings, --dup-objects, --dom, --react, --react-hooks, --stale, --fill and --held add views of the same analysis
     (under the rules and --root too).
     """
     refuse_groups_without_rules(rules, disabled)
@@ -262,8 +297,12 @@ def analyze(
         raise click.UsageError("--name needs --lifelines")
     # The rules are read and checked first: a bad rule file fails before a long read of the snapshot.
     choice = choose_rules(rules, disabled_groups=disabled, connect=_connect_for(rules))
-    _refuse_inspections_of(file, dup_strings, detached_dom or unmounted or stale)  # before a long read
+    _refuse_inspections_of(file, dup_strings, detached_dom or unmounted or by_hooks or stale)  # before a long read
     _refuse_fill_of(file, by_fill)
+    if by_holders and not held.shows_held(formats.detect(file).name):
+        raise click.UsageError(
+            f"--held: {formats.detect(file).name} snapshots hold no JavaScript listeners or closures"
+        )
     if by_lifecycles and not formats.detect(file).lifecycles:
         raise click.UsageError(f"--lifecycles: {formats.detect(file).name} snapshots show no Java classes and fields")
     if dup_objects and formats.detect(file).duplicates is None:
@@ -322,7 +361,7 @@ def analyze(
     if dup_objects:
         copies = objects.duplicate_objects(graph, result, source=file, limit=top, found=found)
         extras.append(("dup_objects", copies, objects.duplicate_objects_text))
-    if detached_dom or unmounted or stale or by_fill or by_lifecycles:
+    if detached_dom or unmounted or stale or by_fill or by_holders or by_lifecycles:
         from heapdb.loader.paths import first_paths
 
         paths = first_paths(graph, result.retaining, result.transient)
@@ -341,9 +380,17 @@ def analyze(
         if by_fill:
             filled = fill.collection_fill(graph, result, paths, source=file, limit=top)
             extras.append(("fill", filled, fill.collection_fill_text))
+        if by_holders:
+            extras.append(("held", held.held(graph, result, paths, source=file, limit=top), held.held_text))
         if by_lifecycles:
-            leaks = lifecycles.lifecycle_leaks(graph, result, paths, source=file, limit=top)
+            from heapdb.loader.inspections.leak_status import Inspectors
+
+            inspectors = Inspectors.of(rule_set)  # the rules' lifecycle rules: the team's, then heapdb's
+            leaks = lifecycles.lifecycle_leaks(graph, result, paths, source=file, limit=top, inspectors=inspectors)
             extras.append(("lifecycles", leaks, lifecycles.lifecycle_leaks_text))
+    if by_hooks:  # no paths needed
+        by_component = react_hooks.component_hooks(graph, result, source=file, limit=top)
+        extras.append(("react_hooks", by_component, react_hooks.component_hooks_text))
     if later:
         extras.append(("unbound", _unbound_series(file, graph, result, later, top), unbound.unbound_growth_text))
     if as_json:
@@ -392,7 +439,7 @@ def _refuse_inspections_of(file: str, dup_strings: bool, of_dom: bool) -> None:
     if dup_strings and found.strings is None:
         raise click.UsageError(f"--strings: heapdb does not read the strings of {found.name} snapshots")
     if of_dom and not found.dom:
-        raise click.UsageError(f"--dom, --react and --stale: {found.name} snapshots hold no DOM")
+        raise click.UsageError(f"--dom, --react, --react-hooks and --stale: {found.name} snapshots hold no DOM")
 
 
 def _refuse_fill_of(file: str, by_fill: bool) -> None:

@@ -124,3 +124,30 @@ def remove(name: str, version: int | None, yes: bool) -> None:
         removed = rulesets.remove_rule_set(database, name, version)
     versions = f"version {version}" if version is not None else f"{removed} version{'' if removed == 1 else 's'}"
     click.echo(f"removed {versions} of rule set {name!r}")
+
+
+@rules_group.command("defaults")
+@click.argument("runtime", required=False)
+@click.option("--json", "as_json", is_flag=True, help="Print each runtime's groups and rules by kind as JSON.")
+def defaults(runtime: str | None, as_json: bool) -> None:
+    """heapdb's default rules, which every load and analysis of a runtime's snapshots applies.
+
+    Without RUNTIME: each runtime's groups (the names --disable-group takes) and how many rules of
+    each kind they hold (internal, transient, known_leak, lifecycle...). With RUNTIME (v8, luau,
+    python, java): its rule file as heapdb ships it.
+    """
+    from heapdb.loader.rules.defaults import RUNTIMES, default_rules, defaults_by_group
+
+    if runtime is not None and runtime not in RUNTIMES:
+        raise click.BadParameter(f"{runtime!r} (the runtimes: {', '.join(RUNTIMES)})", param_hint="RUNTIME")
+    if runtime is not None and not as_json:
+        click.echo(default_rules(runtime).text, nl=False)
+        return
+    listed = defaults_by_group((runtime,) if runtime is not None else RUNTIMES)
+    if as_json:
+        click.echo(json.dumps(listed, indent=2))
+        return
+    for name, groups in listed.items():
+        for group in groups:
+            kinds = ", ".join(f"{count} {kind}" for kind, count in group["rules"].items())
+            click.echo(f"{name:<7} {group['name']:<22} {kinds:<28} {group['description']}")

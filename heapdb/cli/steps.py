@@ -241,6 +241,7 @@ def analyse_for_store(
     What is stored is redacted (:mod:`heapdb.loader.redaction`) when ``redact`` (``--redact``), the
     rules' ``[[redact]]`` rules or ``HEAPDB_REDACT=always`` say so."""
     from heapdb.loader import analysis
+    from heapdb.loader.inspections.leak_status import Inspectors
     from heapdb.loader.redaction import chosen
     from heapdb.loader.rules import compile_rules
     from heapdb.loader.store import LoadInput
@@ -261,17 +262,19 @@ def analyse_for_store(
         bucket_names=compiled.bucket_names,
         look_through=None if compiled.internal is None else analysis.look_through(result, compiled.internal),
         redaction=redaction,
+        lifecycle_rules=Inspectors.of(rule_set),
         **_notes(result, compiled),
     )
     _warn_about_rules(graph, result, compiled, say)
     properties = choice.snapshot_properties(len(result.ambiguous), runtime)
     if data.look_through is not None:
         properties["look_through"] = True  # leak clusters look through `through` objects
-    if compiled.known_leaks:
+    matched = [r for r, hits in zip(compiled.rules, compiled.hits, strict=True) if hits and r in compiled.known_leaks]
+    if matched:
         # What leak answers show beside a known leak's reason (the objects store the reason only).
-        properties["known_leaks"] = json.dumps(
-            [{"reason": r.reason, "link": r.link, "line": r.line} for r in compiled.known_leaks]
-        )
+        # Only the rules that matched: the default rules' catalogue of known leaks is long, and a
+        # snapshot none of it covers answers as one loaded without it.
+        properties["known_leaks"] = json.dumps([{"reason": r.reason, "link": r.link, "line": r.line} for r in matched])
     return data, properties
 
 

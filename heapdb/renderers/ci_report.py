@@ -33,6 +33,23 @@ KIND_WORDS = {
     "duplicate-string": "duplicated string",
     "detached-dom": "detached DOM",
     "unmounted-component": "unmounted component",
+    "duplicate-object": "duplicated object",
+    "collection-fill": "unused collection room",
+    "lifecycle-leak": "lifecycle leak",
+    "held": "held by one kind of holder",
+    "global-variable": "global variable",
+    "component-memory": "component memory",
+}
+# What a finding's path is, where it is not what holds it (a path's and detached DOM's findings).
+PATH_WORDS = {
+    "duplicate-string": "content",
+    "duplicate-object": "content",
+    "unmounted-component": "component",
+    "collection-fill": "collections of type",
+    "lifecycle-leak": "suspect references",
+    "held": "kept alive by",
+    "global-variable": "global",
+    "component-memory": "component",
 }
 
 
@@ -52,7 +69,7 @@ def gate_text(answer: GateReport) -> str:
     if not answer.findings:
         lines.append("no new leak signature, nothing grew past the threshold")
     if answer.known:
-        lines.append("known leaks (the rules' known_leak; reported, never fail)")
+        lines.append("known leaks (the rules' known_leak, known library leaks; reported, never fail)")
         for f in answer.known:
             lines.extend(gate_finding_lines(f))
     return "\n".join(lines)
@@ -64,7 +81,7 @@ def gate_finding_lines(f: GateFinding) -> list[str]:
     lines = [
         f"{mark} {KIND_WORDS.get(f.kind, f.kind)}: {_signed(f.growth, True).strip()} {short_name(f.type, NAME_LIMIT)}"
         f" ({human_bytes(f.bytes_before)} → {human_bytes(f.bytes_after)}; {f.objects_before:,} → {f.objects_after:,} objects){signature}",
-        f"    held by: {f.path}",
+        f"    {PATH_WORDS.get(f.kind, 'held by')}: {f.path}",
     ]
     if f.known_leak:
         lines.append(f"    known: {f.known_leak}")

@@ -194,6 +194,8 @@ def diff_text(answer: Diff | ObjectDiff) -> str:
     lines.append(f"{'objects':>9} {'Δ objects':>11} {'size':>11} {'Δ size':>12} {'Δ retained':>12}  {answer.by}")
     for c in answer.changes:
         label = short_name(c.label) if answer.by == "type" else c.label
+        if c.inspection is not None:
+            label = f"{c.inspection}: {label}"
         lines.append(
             f"{c.count_after:>9,} {_signed(c.count_delta):>11} {human_bytes(c.size_after):>11} "
             f"{_signed(c.size_delta, True):>12} {_signed(c.retained_delta, True):>12}  {label}"
@@ -201,6 +203,15 @@ def diff_text(answer: Diff | ObjectDiff) -> str:
         lines.extend(rule_lines(c.verdict, c.known_leak, " " * 11))
     if answer.by == "bucket":
         lines.append("(retained: what the bucket's outermost members hold, each byte once; size: its members' own)")
+    if answer.by == "inspection":
+        if not answer.changes:
+            lines.append("(no inspection row changed)")
+        lines.append(
+            "(objects: copies, trees, fibers, collections, leaking or outermost held objects, globals; size: the bytes "
+            "the gate compares, wasted by copies, retained by detached trees, unmounted fibers, leaking objects, "
+            "held groups, globals and components, unused by collections)"
+        )
+        lines += [f"note: {n}" for n in answer.notes]
     return "\n".join(lines)
 
 

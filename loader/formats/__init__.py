@@ -80,7 +80,7 @@ HPROF = Format(
     described="a Java hprof heap dump",
     ids_are_addresses=True,  # the dump's object ids are addresses
     semantics=Semantics.GENERIC,
-    default_rules=None,
+    default_rules="java",  # heapdb's lifecycle rules and Android's known leaks
     # a java.lang.String's characters: its value array (a char[], or a byte[] and its coder)
     strings=StringKinds(instances=frozenset({"java.lang.String"})),
     collections=Collections.JAVA,

@@ -170,3 +170,30 @@ def java_string_hashes(buf, start, count, wide, little):  # pragma: no cover - c
         h2[i] = b
         length[i] = units
     return h1, h2, length
+
+
+@numba.njit(cache=True)
+def outermost_pairs(idom, group, node):  # pragma: no cover - compiled
+    """bool[k]: for each (``group[i]``, ``node[i]``) pair, whether no dominator-tree ancestor of
+    the node is a member of the same group. The pairs come sorted by group, each once; an object may
+    belong to several groups (two components' fibers can share a props object), which
+    ``outermost_members``' one group per object cannot say. Each member's dominators are walked up
+    to the root, as memlab's getConditionalDominatorIds does: the fibers and what they hold are few."""
+    k = node.shape[0]
+    outer = np.ones(k, dtype=np.bool_)
+    stamp = np.full(idom.shape[0], -1, dtype=np.int64)  # the group a node is a member of, last set
+    start = 0
+    while start < k:
+        end = start
+        while end < k and group[end] == group[start]:
+            stamp[node[end]] = group[start]
+            end += 1
+        for i in range(start, end):
+            v = idom[node[i]]
+            while v >= 0:
+                if stamp[v] == group[start]:
+                    outer[i] = False
+                    break
+                v = idom[v]
+        start = end
+    return outer

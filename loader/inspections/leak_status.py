@@ -2,10 +2,13 @@
 
 LeakCanary's Shark labels each object on a leak trace LEAKING, NOT_LEAKING or UNKNOWN, with a
 reason, from what it knows of well-known lifecycles (an Activity whose ``mDestroyed`` is true is
-leaking; an Application never is). heapdb keeps that knowledge as data
-(``lifecycles.toml`` beside this module, and a team's own file of the same form named by
-``HEAPDB_LIFECYCLES``): each :class:`Inspector` applies to the instances of a class and its
-subclasses, tests their fields, and says leaking, not leaking or a note.
+leaking; an Application never is). heapdb keeps that knowledge as rules (docs/rules.md): the
+``[[lifecycle]]`` rules of the Java runtime's default rule set (``loader/rules/defaults/java.toml``)
+and a team's own in its rule file or stored rule set, read after them. Each :class:`Inspector`
+applies to the instances of a class and its subclasses, tests their fields, and says leaking, not
+leaking or a note. The rule set's ``[[known_leak]]`` rules with a chain of references say which
+references a library is known to leak through (LeakCanary's library leaks): a trace that runs
+through one is a library leak (:func:`known_leak_on_path`).
 
 This module is the part that does not care where the objects come from: the rules, the status of
 one object (:func:`object_status`, over any :class:`Facts`: the graph of a file being loaded, or
@@ -20,7 +23,7 @@ the rows of a stored snapshot), and the labels of a path (:func:`label_path`):
 - the references from the last NOT_LEAKING object up to the first LEAKING one are the suspects:
   one of them should have been cleared.
 
-Why this module is long: the rules' format, one object's status and a path's labels are one
+Why this module is long: one object's status and a path's labels are one
 decision read in one place (Shark's, re-expressed), and both the leak list of a graph and the
 labels of a stored path call it, so that the two cannot disagree.
 
@@ -31,54 +34,37 @@ field and a null one cannot be told apart and need not be.
 
 from __future__ import annotations
 
-import os
-import tomllib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache, cached_property
-from importlib import resources
+from functools import cached_property
 from typing import Any, Protocol
 
-from heapdb.errors import RuleError
+from heapdb.loader.graph import EDGE_KIND_NAMES
+from heapdb.loader.rules.model import FieldTest, KnownLeakRule, LifecycleRule, ObjectSelector, RuleSet, Step
 from heapdb.loader.values import decode
 
 LEAKING, NOT_LEAKING, UNKNOWN = "LEAKING", "NOT_LEAKING", "UNKNOWN"
-STATUSES = {"leaking": LEAKING, "not_leaking": NOT_LEAKING, "label": UNKNOWN}
+STATUSES = {"leaking": LEAKING, "not_leaking": NOT_LEAKING, "label": UNKNOWN}  # a rule's word -> a status
 CLASS_REFERENCE, SUPER_REFERENCE = "<class>", "<super>"  # the hprof reader's names (docs/analysis.md)
-SHIPPED = "lifecycles.toml"
-FORMAT_VERSION = 1
+JAVA_RUNTIME = "java"  # the default rule set holding heapdb's own lifecycle rules
 MAX_CHAIN = 64  # super classes followed at most: a malformed dump's cycle ends here
-COMPARISONS = ("above", "below", "not", "instance_of")
-
-
-@dataclass(frozen=True)
-class Test:
-    """One field test: the field path (references to follow, then the field read) and what it must be."""
-
-    path: tuple[str, ...]
-    op: str  # "is", "null", "not null", "above", "below", "not", "instance_of"
-    value: Any = None
-
-    def describe(self) -> str:
-        name = ".".join(self.path)
-        if self.op in ("null", "not null"):
-            return f"{name} is {self.op}"
-        if self.op == "is":
-            return f"{name} is {_java(self.value)}"
-        words = {"above": "is above", "below": "is below", "not": "is not", "instance_of": "is an instance of"}
-        return f"{name} {words[self.op]} {_java(self.value)}"
 
 
 @dataclass(frozen=True)
 class Inspector:
-    """What one rule says about the instances of ``cls`` (and of its subclasses) whose fields pass
-    every test: ``status`` (LEAKING, NOT_LEAKING, or UNKNOWN for a note) for ``reason``."""
+    """What one ``[[lifecycle]]`` rule says about the instances of ``cls`` (and of its subclasses)
+    whose fields pass every test: ``status`` (LEAKING, NOT_LEAKING, or UNKNOWN for a note) for
+    ``reason``."""
 
     cls: str
     status: str
-    tests: tuple[Test, ...]
+    tests: tuple[FieldTest, ...]
     reason: str
-    where: str  # the file and line it came from, for messages
+    line: int  # where the rule starts in its file
+
+    @classmethod
+    def of(cls, rule: LifecycleRule) -> Inspector:
+        return cls(rule.cls, STATUSES[rule.status], rule.tests, rule.reason, rule.line)
 
     @property
     def names(self) -> set[str]:
@@ -88,22 +74,33 @@ class Inspector:
 
 @dataclass(frozen=True)
 class LibraryLeak:
-    """A reference a library (Android itself) is known to keep too long: ``field`` of ``cls``'s
-    instances (and its subclasses'), or ``cls``'s static field when ``static``."""
+    """A known leak a path runs through (a ``[[known_leak]]`` rule's chain of references, matched
+    along the path): why, and where (``Holder.field``, the holder named by its class)."""
 
-    cls: str
-    field: str
-    static: bool
     reason: str
-    where: str
+    reference: str
+    link: str | None = None
 
 
 @dataclass(frozen=True)
 class Inspectors:
-    """A set of rules, in file order (the shipped ones first), and the known library leaks."""
+    """The lifecycle rules of a rule set, in file order (a team's first, then the defaults'), and
+    its known leaks that name references (those a path can run through)."""
 
     rules: tuple[Inspector, ...]
-    library_leaks: tuple[LibraryLeak, ...] = ()
+    known_leaks: tuple[KnownLeakRule, ...] = ()
+
+    @classmethod
+    def of(cls, rules: RuleSet | None) -> Inspectors:
+        """The enabled lifecycle rules and path known leaks of ``rules``; with no rules at all
+        (``--rules none``), heapdb's own (:func:`default_inspectors`), as transient root groups
+        stay deferred: without them a Java snapshot's leak list would say nothing."""
+        if rules is None:
+            return default_inspectors()
+        return cls(
+            tuple(Inspector.of(r) for r in rules.lifecycles),
+            tuple(r for r in rules.known_leaks if r.path is not None),
+        )
 
     def of_classes(self, chain: tuple[str, ...]) -> tuple[Inspector, ...]:
         """The rules for an object of the classes ``chain``, in file order (kept per chain: a heap has
@@ -126,11 +123,14 @@ class Inspectors:
     @property
     def names(self) -> frozenset[str]:
         """Every reference name an evaluation may follow (a store reads only these)."""
-        return frozenset(
-            {CLASS_REFERENCE, SUPER_REFERENCE}.union(
-                *(r.names for r in self.rules), (k.field for k in self.library_leaks)
-            )
-        )
+        return frozenset({CLASS_REFERENCE, SUPER_REFERENCE}.union(*(r.names for r in self.rules)))
+
+
+def default_inspectors() -> Inspectors:
+    """heapdb's own lifecycle rules and known leaks: the Java runtime's default rules."""
+    from heapdb.loader.rules.defaults import default_rules
+
+    return Inspectors.of(default_rules(JAVA_RUNTIME))
 
 
 @dataclass(frozen=True)
@@ -178,125 +178,6 @@ class PathLabels:
 
     objects: tuple[Label, ...]
     suspects: tuple[int, ...]
-
-
-# -- the rules as data -------------------------------------------------------------------------
-
-
-def load_inspectors(extra: Iterable[str | os.PathLike[str]] = ()) -> Inspectors:
-    """The shipped rules, then each file of ``extra`` (a team's), in order."""
-    rules, library = list(_shipped().rules), list(_shipped().library_leaks)
-    for path in extra:
-        try:
-            with open(path, "rb") as f:
-                text = f.read().decode("utf-8")
-        except (OSError, UnicodeDecodeError) as e:
-            raise RuleError(path, f"cannot read the lifecycle rules: {e}") from None
-        parsed = parse_inspectors(text, os.fspath(path))
-        rules += parsed.rules
-        library += parsed.library_leaks
-    return Inspectors(tuple(rules), tuple(library))
-
-
-def team_inspectors() -> Inspectors:
-    """The shipped rules and the team's file that ``HEAPDB_LIFECYCLES`` names, if it does."""
-    from heapdb import settings
-
-    team = settings.LIFECYCLES.get()
-    return load_inspectors([team] if team else [])
-
-
-@cache
-def _shipped() -> Inspectors:
-    text = resources.files(__package__).joinpath(SHIPPED).read_text(encoding="utf-8")
-    return parse_inspectors(text, SHIPPED)
-
-
-def parse_inspectors(text: str, where: str) -> Inspectors:
-    """The ``[[lifecycle]]`` rules of a TOML text; :class:`RuleError` naming ``where`` for a bad one."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise RuleError(where, f"not valid TOML: {e}") from None
-    if data.get("version") != FORMAT_VERSION:
-        raise RuleError(where, f"expected version = {FORMAT_VERSION} at the top, got {data.get('version')!r}")
-    unknown = set(data) - {"version", "lifecycle", "library_leak"}
-    if unknown:
-        raise RuleError(where, f"unknown key(s) {sorted(unknown)}: only [[lifecycle]] and [[library_leak]] tables")
-    tables, library = data.get("lifecycle", []), data.get("library_leak", [])
-    if not isinstance(tables, list) or not isinstance(library, list):
-        raise RuleError(where, "lifecycle and library_leak must be arrays of tables: [[lifecycle]], [[library_leak]]")
-    return Inspectors(
-        tuple(_inspector(t, f"{where}: lifecycle {i + 1}") for i, t in enumerate(tables)),
-        tuple(_library_leak(t, f"{where}: library_leak {i + 1}") for i, t in enumerate(library)),
-    )
-
-
-def _library_leak(table: Any, where: str) -> LibraryLeak:
-    if not isinstance(table, dict) or set(table) - {"class", "field", "static", "reason"}:
-        raise RuleError(None, f"{where}: expected a table of class, field, static and reason")
-    cls, name, static, reason = table.get("class"), table.get("field"), table.get("static", False), table.get("reason")
-    if not (isinstance(cls, str) and isinstance(name, str) and isinstance(reason, str) and cls and name and reason):
-        raise RuleError(None, f"{where}: class, field and reason are text")
-    if not isinstance(static, bool):
-        raise RuleError(None, f"{where}: static is true or false")
-    return LibraryLeak(cls, name, static, reason, where)
-
-
-def _inspector(table: Any, where: str) -> Inspector:
-    if not isinstance(table, dict):
-        raise RuleError(None, f"{where}: expected a table")
-    unknown = set(table) - {"class", "status", "when", "reason"}
-    if unknown:
-        raise RuleError(None, f"{where}: unknown key(s) {sorted(unknown)} (class, status, when, reason)")
-    cls, status, reason = table.get("class"), table.get("status"), table.get("reason")
-    if not isinstance(cls, str) or not cls:
-        raise RuleError(None, f'{where}: class must be a class name, e.g. "android.app.Activity"')
-    if status not in STATUSES:
-        raise RuleError(None, f"{where}: status must be one of {', '.join(STATUSES)}, got {status!r}")
-    if reason is not None and not isinstance(reason, str):
-        raise RuleError(None, f"{where}: reason must be text")
-    when = table.get("when", {})
-    if not isinstance(when, dict):
-        raise RuleError(None, f"{where}: when must be a table of field tests")
-    tests = tuple(_tests(when, (), where))
-    if not reason:
-        simple = cls.rsplit(".", 1)[-1]
-        reason = " and ".join(f"{simple}#{t.describe()}" for t in tests) or f"an instance of {cls}"
-    return Inspector(cls, STATUSES[status], tests, reason, where)
-
-
-def _tests(when: dict[str, Any], prefix: tuple[str, ...], where: str) -> Iterable[Test]:
-    for key, value in when.items():
-        path = prefix + tuple(key.split("."))
-        if not all(path):
-            raise RuleError(None, f"{where}: {'.'.join(path)!r} is not a field path")
-        if isinstance(value, dict) and value and set(value) <= set(COMPARISONS):
-            yield _comparison(path, value, where)
-        elif isinstance(value, dict):  # a dotted key written as a nested table
-            yield from _tests(value, path, where)
-        elif value in ("null", "not null"):
-            yield Test(path, value)
-        elif isinstance(value, (bool, int, float)):
-            yield Test(path, "is", value)
-        else:
-            raise RuleError(
-                None,
-                f'{where}: {".".join(path)} = {value!r}: expected true, false, a number, "null", "not null" '
-                f"or a table of {', '.join(COMPARISONS)}",
-            )
-
-
-def _comparison(path: tuple[str, ...], value: dict[str, Any], where: str) -> Test:
-    if len(value) != 1:
-        raise RuleError(None, f"{where}: {'.'.join(path)}: one comparison per test, got {sorted(value)}")
-    ((op, operand),) = value.items()
-    wanted: tuple[type, ...] = (str,) if op == "instance_of" else (bool, int, float) if op == "not" else (int, float)
-    if not isinstance(operand, wanted) or (op in ("above", "below") and isinstance(operand, bool)):
-        raise RuleError(
-            None, f"{where}: {'.'.join(path)}: {op} takes {'a class name' if wanted == (str,) else 'a number'}"
-        )
-    return Test(path, op, operand)
 
 
 # -- one object's status -----------------------------------------------------------------------
@@ -384,22 +265,27 @@ class Evaluation:
         # Not a primitive: a reference field that is null (or a field this object does not have).
         return True, primitives.get(name)
 
-    def library_leak(self, holder: int, name: str) -> LibraryLeak | None:
-        """The known library leak the reference ``name`` from ``holder`` is, if any: a static field of
-        a class object named as the rule says, or an instance field of one of the rule's class."""
-        this = self.get(holder)
-        if this is None:
-            return None
-        for leak in self.inspectors.library_leaks:
-            if leak.field != name:
-                continue
-            if leak.static and CLASS_REFERENCE not in this.references and this.name == leak.cls:
-                return leak
-            if not leak.static and leak.cls in self.classes(holder):
-                return leak
-        return None
+    def selects(self, selector: ObjectSelector | None, obj: int | None, kind: str) -> bool:
+        """Whether a rule's object selector accepts ``obj`` (of node kind ``kind``; None: a root
+        group, which only a missing selector or one on its kind and name accepts)."""
+        if selector is None:
+            return True
+        this = None if obj is None else self.get(obj)
+        type_name, name = ("", "") if this is None else (this.type, this.name)
+        if obj is None and (selector.type is not None or selector.instance_of is not None):
+            return False
+        return (
+            (selector.type is None or selector.type.matches(type_name))
+            and (selector.name is None or selector.name.matches(name))
+            and (selector.kind is None or selector.kind.matches(kind))
+            and (
+                selector.instance_of is None
+                or obj is not None
+                and any(selector.instance_of.matches(c) for c in self.classes(obj) or (type_name,))
+            )
+        )
 
-    def holds(self, obj: int, test: Test) -> bool:
+    def holds(self, obj: int, test: FieldTest) -> bool:
         at: int | None = obj
         for step in test.path[:-1]:  # the references to follow
             if at is None:
@@ -506,21 +392,61 @@ def label_path(statuses: Sequence[Status | None], names: Sequence[str], *, leak_
     return PathLabels(labels, suspects)
 
 
-def first_library_leak(
-    evaluation: Evaluation, holders: Sequence[int | None], references: Sequence[str]
-) -> LibraryLeak | None:
-    """The first known library leak along a path: ``references[i]`` leads from ``holders[i - 1]``
-    (None for the root and root groups, which hold no field) to the object after it."""
-    for holder, name in zip(holders, references[1:], strict=False):
-        found = None if holder is None else evaluation.library_leak(holder, name)
-        if found is not None:
-            return found
-    return None
+@dataclass(frozen=True)
+class PathStep:
+    """One reference of a path, as a known leak's chain matches it: its name (an element's index in
+    decimal), its kind's name (``property``...) and the node kind of the object it leads to."""
+
+    name: str
+    kind: str
+    target_kind: str
+
+
+def known_leaks_on_path(
+    evaluation: Evaluation,
+    objects: Sequence[int | None],
+    first_kind: str,
+    steps: Sequence[PathStep],
+    holder_names: Sequence[str],
+) -> Iterator[tuple[int, LibraryLeak]]:
+    """The known leaks along a path: ``steps[i]`` leads from ``objects[i]`` (None for the root and
+    root groups, which hold no field) to ``objects[i + 1]``; ``first_kind`` is ``objects[0]``'s node
+    kind, ``holder_names`` the objects' class names for the answer. Each as the position where its
+    chain starts and the leak, earliest along the path first; at each position the first rule in
+    file order."""
+    kinds = [first_kind, *(s.target_kind for s in steps)]
+    for start in range(len(steps)):
+        for rule in evaluation.inspectors.known_leaks:
+            assert rule.path is not None
+            chain = rule.path.steps
+            end = start + len(chain)
+            if end > len(steps) or not evaluation.selects(rule.path.source, objects[start], kinds[start]):
+                continue
+            held = all(
+                _step_matches(evaluation, s, steps[start + j], objects[start + j + 1]) for j, s in enumerate(chain)
+            )
+            if held and evaluation.selects(rule.objects, objects[end], kinds[end]):
+                names = "".join(_shown(s.name, s.kind) for s in steps[start:end])
+                yield start, LibraryLeak(rule.reason, holder_names[start] + names, rule.link)
+                break
+
+
+def _step_matches(evaluation: Evaluation, rule: Step, step: PathStep, target: int | None) -> bool:
+    if rule.name is not None and not rule.name.matches(step.name):
+        return False
+    if rule.kind is not None and not any(EDGE_KIND_NAMES[int(k)] == step.kind for k in rule.kind):
+        return False
+    return rule.to is None or evaluation.selects(rule.to, target, step.target_kind)
+
+
+def _shown(name: str, kind: str) -> str:
+    """A reference as a known leak's place names it: ``.field``, or ``[3]`` for an element."""
+    return f"[{name}]" if kind in ("element", "hidden") else f".{name}"
 
 
 def library_note(leak: LibraryLeak) -> str:
     """How a why-alive path notes a known library leak on the object whose field it is."""
-    return f"library leak: {leak.cls}.{leak.field}: {leak.reason}"
+    return f"library leak: {leak.reference}: {leak.reason}"
 
 
 def _joined(held: str, status: str, reason: str, becomes: str) -> str:
@@ -546,9 +472,3 @@ def _python(type_name: str, text: str) -> Any:
     if type_name in ("float", "double"):
         return float(text)
     return None  # a char: no rule compares one
-
-
-def _java(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from heapdb.loader.formats import named
-from heapdb.loader.graph import NUMERIC_NAME_KINDS, HeapGraph
+from heapdb.loader.graph import EDGE_KIND_NAMES, NUMERIC_NAME_KINDS, HeapGraph
 from heapdb.loader.inspections.common import first_targets, string_indexes
 from heapdb.loader.inspections.leak_status import (
     CLASS_REFERENCE,
@@ -44,10 +44,10 @@ from heapdb.loader.inspections.leak_status import (
     Inspectors,
     LibraryLeak,
     ObjectFacts,
-    first_library_leak,
+    PathStep,
+    known_leaks_on_path,
     label_path,
     short_name,
-    team_inspectors,
 )
 from heapdb.units import human_bytes
 
@@ -153,36 +153,42 @@ class GraphFacts:
         return out
 
 
+def class_chains(graph: HeapGraph) -> dict[int, tuple[str, ...]]:
+    """Per class object of a Java graph (node index), its class name and its super classes' names,
+    nearest first; empty for a graph that shows no classes. A walk up per class, memoized."""
+    values = graph.values
+    if values is None or not values.class_layout.shape[0]:
+        return {}
+    first_class = values.first_class
+    class_nodes = np.arange(first_class, first_class + values.class_layout.shape[0], dtype=np.int64)
+    at = string_indexes(graph, (SUPER_REFERENCE,))
+    super_of = first_targets(graph, class_nodes, at[SUPER_REFERENCE])
+    chains: dict[int, tuple[str, ...]] = {}
+    for c in class_nodes.tolist():
+        walk: list[int] = []
+        v = c
+        while v >= 0 and v not in chains and len(walk) <= len(class_nodes):
+            walk.append(v)
+            chains[v] = ()  # a cycle in a malformed dump ends here
+            v = int(super_of[v])
+        above = chains.get(v, ()) if v >= 0 else ()
+        for u in reversed(walk):
+            above = chains[u] = (graph.node_name(u), *above)
+    return chains
+
+
 def leaking_candidates(graph: HeapGraph, result: Analysis, inspectors: Inspectors) -> np.ndarray:
     """The reachable instances of the classes some rule can find leaking (node indexes, ascending)."""
     values = graph.values
     classes = inspectors.leaking_classes
     if values is None or not classes:
         return np.zeros(0, dtype=np.int64)
-    first_class = values.first_class
-    class_nodes = np.arange(first_class, first_class + values.class_layout.shape[0], dtype=np.int64)
-    at = string_indexes(graph, (CLASS_REFERENCE, SUPER_REFERENCE))
-    super_of = first_targets(graph, class_nodes, at[SUPER_REFERENCE])
-    # Per class node, whether it or a super class is one of ``classes`` (a walk up per class, memoized).
-    matches: dict[int, bool] = {}
-    for c in class_nodes.tolist():
-        chain: list[int] = []
-        v = c
-        while v >= 0 and v not in matches and len(chain) <= len(class_nodes):
-            chain.append(v)
-            matches[v] = False  # a cycle in a malformed dump ends here
-            if graph.node_name(v) in classes:
-                matches[v] = True
-                break
-            v = int(super_of[v])
-        answer = matches.get(v, False) if v >= 0 else False
-        for u in chain:
-            matches[u] = matches[u] or answer
-    wanted = np.array([c for c, yes in matches.items() if yes], dtype=np.int64)
+    chains = class_chains(graph)
+    wanted = np.array([c for c, chain in chains.items() if not classes.isdisjoint(chain)], dtype=np.int64)
     if not wanted.size:
         return wanted
     instances = np.arange(values.first, values.first + values.offset.shape[0], dtype=np.int64)
-    class_of = first_targets(graph, instances, at[CLASS_REFERENCE])
+    class_of = first_targets(graph, instances, string_indexes(graph, (CLASS_REFERENCE,))[CLASS_REFERENCE])
     return instances[np.isin(class_of[instances], wanted) & result.reachable[instances]]
 
 
@@ -195,11 +201,12 @@ def lifecycle_leaks(
     inspectors: Inspectors | None = None,
     limit: int = KEPT,
 ) -> LifecycleLeaks | None:
-    """The objects of ``graph`` past their lifecycle, in their ``limit`` largest groups; None where
-    the format shows no classes and fields (or a redacting load dropped the values)."""
+    """The objects of ``graph`` past their lifecycle, in their ``limit`` largest groups, by the
+    lifecycle rules and known leaks of ``inspectors`` (default: heapdb's own); None where the format
+    shows no classes and fields (or a redacting load dropped the values)."""
     if not shows_lifecycles(graph.meta.get("format")) or graph.values is None:
         return None
-    inspectors = inspectors if inspectors is not None else team_inspectors()
+    inspectors = inspectors if inspectors is not None else Inspectors.of(None)
     evaluation = Evaluation(inspectors, GraphFacts(graph, inspectors.names))
     candidates = leaking_candidates(graph, result, inspectors).tolist()
     evaluation.prefetch(candidates)
@@ -220,9 +227,7 @@ def lifecycle_leaks(
     groups: dict[int, list[tuple[int, tuple[LabelledObject, ...], str, LibraryLeak | None]]] = {}
     for v, path in traces.items():
         trace, signature, suspects = _trace(graph, paths, evaluation, path, synthetic)
-        library = first_library_leak(
-            evaluation, [None if synthetic[u] else u for u in path], [o.reference for o in trace]
-        )
+        library = _known_leak(graph, paths, evaluation, path, synthetic)
         groups.setdefault(signature, []).append((v, trace, suspects, library))
     size = result.retained_size
     rows = []
@@ -243,7 +248,7 @@ def lifecycle_leaks(
                 reason=example[1][-1].reason,
                 trace=example[1],
                 library_leak="" if example[3] is None else example[3].reason,
-                library_reference="" if example[3] is None else f"{example[3].cls}.{example[3].field}",
+                library_reference="" if example[3] is None else example[3].reference,
             )
         )
     # The app's own leaks first, then the libraries' (Shark reports them apart).
@@ -283,6 +288,25 @@ def _trace(
     )
     hops = [(_holder_name(graph, path[i]), references[i + 1]) for i in labels.suspects]
     return trace, suspect_signature(hops), suspect_text(hops)
+
+
+def _known_leak(
+    graph: HeapGraph, paths: FirstPaths, evaluation: Evaluation, path: list[int], synthetic: np.ndarray
+) -> LibraryLeak | None:
+    """The known leak (a ``[[known_leak]]`` chain) the trace ``path`` runs through first, if any."""
+    steps = []
+    for u in path[1:]:
+        edge = int(paths.parent_edge[u])
+        kind = int(graph.edge_kind[edge])
+        name = graph.strings[int(graph.edge_name[edge])] if kind not in _NUMERIC else str(int(graph.edge_name[edge]))
+        steps.append(PathStep(name, EDGE_KIND_NAMES[kind], graph.node_kinds[int(graph.kind[u])]))
+    objects = [None if synthetic[u] else u for u in path]
+    names = [_holder_name(graph, u) for u in path]
+    found = known_leaks_on_path(evaluation, objects, graph.node_kinds[int(graph.kind[path[0]])], steps, names)
+    return next((leak for _, leak in found), None)
+
+
+_NUMERIC = frozenset(int(k) for k in NUMERIC_NAME_KINDS)
 
 
 def reference_name(graph: HeapGraph, edge: int) -> str:

@@ -15,7 +15,8 @@ string for each pattern.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, fields, is_dataclass
 from functools import cached_property
 
 import numpy as np
@@ -27,9 +28,11 @@ from heapdb.loader.rules.model import (
     IgnoreRule,
     InternalRule,
     KnownLeakRule,
+    LifecycleRule,
     Match,
     ObjectSelector,
     OwnsRule,
+    Pattern,
     PatternKind,
     RedactRule,
     ReferenceSelector,
@@ -80,14 +83,19 @@ class CompiledRules:
         return bool(np.any(self.edge_weight != NO_RULE))
 
     def unmatched(self) -> tuple[Rule, ...]:
-        """The rules that selected nothing in this graph."""
-        return tuple(r for r, h in zip(self.rules, self.hits, strict=True) if h == 0)
+        """The rules that selected nothing in this graph, the default rules' aside: their known leaks
+        are a catalogue of what some programs leak through, most of which a given program never has."""
+        from heapdb.loader.rules.defaults import default_group_names
+
+        defaults = default_group_names()
+        return tuple(r for r, h in zip(self.rules, self.hits, strict=True) if h == 0 and r.group not in defaults)
 
 
 def compile_rules(rule_set: RuleSet, graph: HeapGraph) -> CompiledRules:
     """Apply ``rule_set``'s enabled rules to ``graph`` (see :class:`CompiledRules`)."""
     n, m = graph.node_count, graph.edge_count
     select = Selection(graph)
+    select.find_strings(_exact_texts(rule_set.enabled_rules()))  # one pass over the strings for every rule
     ignored = np.zeros(m, dtype=np.bool_)
     weak = np.zeros(m, dtype=np.bool_)
     owns = np.zeros(m, dtype=np.int8)
@@ -97,8 +105,9 @@ def compile_rules(rule_set: RuleSet, graph: HeapGraph) -> CompiledRules:
     transient: np.ndarray | None = None
     known_leak: np.ndarray | None = None
     verdict: np.ndarray | None = None
-    # Redaction rules say what a load keeps out of the store, not how the analysis runs.
-    rules = tuple(r for r in rule_set.enabled_rules() if not isinstance(r, RedactRule))
+    # Redaction rules say what a load keeps out of the store, lifecycle rules which Java objects are
+    # past their life (heapdb.loader.inspections.leak_status): neither says how the analysis runs.
+    rules = tuple(r for r in rule_set.enabled_rules() if not isinstance(r, (RedactRule, LifecycleRule)))
     hits = []
     for rule in rules:
         if isinstance(rule, (IgnoreRule, WeakRule, OwnsRule)):
@@ -160,6 +169,29 @@ def compile_rules(rule_set: RuleSet, graph: HeapGraph) -> CompiledRules:
     )
 
 
+_NOTHING = Match((Pattern(PatternKind.REGEX, "(?!)"),))  # no text: a class no object is an instance of
+
+
+def _exact_texts(rules: Iterable[Rule]) -> set[str]:
+    """Every exact pattern's text in ``rules`` (types, names, reference names, at any depth)."""
+    found: set[str] = set()
+
+    def visit(value: object) -> None:
+        if isinstance(value, Pattern):
+            if value.kind is PatternKind.EXACT:
+                found.add(value.text)
+        elif isinstance(value, (tuple, list, frozenset)):
+            for item in value:
+                visit(item)
+        elif is_dataclass(value):
+            for f in fields(value):
+                visit(getattr(value, f.name))
+
+    for rule in rules:
+        visit(rule)
+    return found
+
+
 def _first_wins(labels: np.ndarray | None, members: np.ndarray, label: int, n: int) -> np.ndarray:
     """``labels`` (int16[n], -1 for none, made on first use) with ``label`` on the members that have none yet."""
     if labels is None:
@@ -170,6 +202,9 @@ def _first_wins(labels: np.ndarray | None, members: np.ndarray, label: int, n: i
 
 # References are processed in slices of this many, so temporaries stay small on 10^7 references.
 _SLICE = 1 << 20
+
+# A step from objects holding at most 1/_FEW of the references looks at theirs alone.
+_FEW = 8
 
 # bool[len(EdgeKind)]: the kinds whose reference name is an index, not a string.
 _NUMERIC_KIND = np.isin(np.arange(len(EdgeKind)), [int(k) for k in NUMERIC_NAME_KINDS])
@@ -235,7 +270,7 @@ class Selection:
         exact = {pattern.text for pattern in match.patterns if pattern.kind is PatternKind.EXACT}
         if exact:
             # Exact texts are looked up over the whole table (in C), then kept to the used strings.
-            table[string_positions(strings, exact)] = True
+            table[self.positions(exact)] = True
             in_use = np.zeros(self.size + 1, dtype=np.bool_)
             in_use[used] = True
             table &= in_use
@@ -275,19 +310,43 @@ class Selection:
         if selector.kind is not None:
             kinds = np.array([selector.kind.matches(k) for k in g.node_kinds] + [False], dtype=np.bool_)
             mask &= kinds[g.kind]
+        if selector.instance_of is not None:
+            mask &= self.string_table(self._subclasses(selector.instance_of), self._used_types)[g.type]
         return mask
+
+    def _subclasses(self, match: Match) -> Match:
+        """The exact names of the classes ``match`` accepts and of all their subclasses (Java); where
+        the graph shows no classes, ``match`` itself (an object's type is its class)."""
+        chains = self._class_chains
+        if not chains:
+            return match
+        names = sorted({chain[0] for chain in chains.values() if any(match.matches(c) for c in chain)})
+        return Match(tuple(Pattern(PatternKind.EXACT, n) for n in names)) if names else _NOTHING
+
+    @cached_property
+    def _class_chains(self) -> dict[int, tuple[str, ...]]:
+        from heapdb.loader.inspections.lifecycles import class_chains
+
+        return class_chains(self.graph)
 
     def step(self, step: Step, source: np.ndarray | None = None) -> np.ndarray:
         """bool[m]: the references one chain step accepts, starting at ``source`` objects (None = any)."""
         g = self.graph
-        mask = np.ones(g.edge_count, dtype=np.bool_) if source is None else np.repeat(source, self._out_degree)
+        if source is not None and not source.any():
+            return np.zeros(g.edge_count, dtype=np.bool_)
+        few = self._few_references(step, source)
+        if few is not None:
+            mask = np.zeros(g.edge_count, dtype=np.bool_)
+            mask[self._accepted(step, few)] = True
+            return mask
         kinds = names = indices = targets = None
-        if step.kind is not None:
-            kinds = np.zeros(len(EdgeKind), dtype=np.bool_)
-            kinds[[int(k) for k in step.kind]] = True
         if step.name is not None:
             names = self.string_table(step.name, self._used_edge_names)
             indices = self._matching_indices(step.name)
+        mask = np.ones(g.edge_count, dtype=np.bool_) if source is None else np.repeat(source, self._out_degree)
+        if step.kind is not None:
+            kinds = np.zeros(len(EdgeKind), dtype=np.bool_)
+            kinds[[int(k) for k in step.kind]] = True
         if step.to is not None:
             targets = self.objects(step.to)
         for s in _slices(g.edge_count):
@@ -305,6 +364,77 @@ class Selection:
             if targets is not None:
                 part &= targets[g.edge_to[s]]
         return mask
+
+    def _few_references(self, step: Step, source: np.ndarray | None) -> np.ndarray | None:
+        """The references a step can only be among, when they are few (edge indices): those of
+        ``source`` objects holding at most 1/_FEW of all references, or, from anywhere, those named
+        exactly as the step says (found by their name's index alone). None: look at every one.
+
+        The default rules' known leaks name a reference exactly, or start at a few objects (a root
+        group, a class): so a catalogue of them costs a pass or two over the names, not a pass per
+        rule over every reference."""
+        g = self.graph
+        if source is not None:
+            nodes = np.flatnonzero(source)
+            counts = self._out_degree[nodes]
+            if int(counts.sum()) > g.edge_count // _FEW:
+                return None
+            return np.repeat(g.edge_start[nodes] - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
+        if step.name is None or any(p.kind is not PatternKind.EXACT for p in step.name.patterns):
+            return None
+        positions = self.positions({p.text for p in step.name.patterns})
+        digits = self._matching_indices(step.name)  # exact patterns only: no pass over the indices in use
+        if not positions and not len(digits):
+            return np.zeros(0, dtype=np.int64)  # no string of the graph is the name: nothing to look at
+        # A name's index or an element's index equal to it (told apart by their kinds just below,
+        # and again by _accepted): a comparison per reference and name, no table over them all.
+        found = np.flatnonzero(np.isin(g.edge_name, np.array([*positions, *digits.tolist()], dtype=g.edge_name.dtype)))
+        numeric = _NUMERIC_KIND[g.edge_kind[found]]
+        keep = ~numeric & np.isin(g.edge_name[found], positions) | numeric & np.isin(g.edge_name[found], digits)
+        return found[keep]
+
+    def find_strings(self, texts: set[str]) -> None:
+        """Look up where each of ``texts`` stands in the graph's strings, all in one pass (see
+        :meth:`positions`)."""
+        missing = texts - self._positions.keys()
+        if not missing:
+            return
+        strings = self.graph.strings
+        for i in string_positions(strings, missing):
+            self._positions.setdefault(strings[i], []).append(i)
+        for text in missing:
+            self._positions.setdefault(text, [])
+
+    def positions(self, texts: set[str]) -> list[int]:
+        """Where ``texts`` stand in the graph's strings, ascending (a pass over the strings for those
+        :meth:`find_strings` was not told of)."""
+        self.find_strings(texts)
+        return sorted(i for text in texts for i in self._positions[text])
+
+    @cached_property
+    def _positions(self) -> dict[str, list[int]]:
+        return {}
+
+    def _accepted(self, step: Step, edges: np.ndarray) -> np.ndarray:
+        """The references among ``edges`` (indices) that ``step`` accepts: each distinct name tested
+        once, as the whole-graph pass tests it (an element's or hidden reference's index in decimal)."""
+        g = self.graph
+        kinds = g.edge_kind[edges]
+        keep = np.ones(edges.size, dtype=np.bool_)
+        if step.kind is not None:
+            keep &= np.isin(kinds, [int(k) for k in step.kind])
+        if step.name is not None:
+            numeric = _NUMERIC_KIND[kinds]
+            named = np.zeros(edges.size, dtype=np.bool_)
+            for part, text in ((~numeric, lambda i: g.strings[i]), (numeric, str)):
+                if part.any():
+                    distinct, at = np.unique(g.edge_name[edges[part]], return_inverse=True)
+                    hit = np.array([step.name.matches(text(i)) for i in distinct.tolist()], dtype=np.bool_)
+                    named[part] = hit[at]
+            keep &= named
+        if step.to is not None:
+            keep &= self.objects(step.to)[g.edge_to[edges]]
+        return edges[keep]
 
     def references(self, selector: ReferenceSelector) -> np.ndarray:
         """bool[m]: the last references of the chains ``selector`` describes."""

@@ -51,7 +51,22 @@ class Pattern:
     def matches(self, text: str) -> bool:
         if self.kind is PatternKind.EXACT:
             return text == self.text
+        affix = self._affix
+        if affix is not None:  # "*suffix" or "prefix*": a string method, not a backtracking regex
+            return text.endswith(affix[1]) if affix[0] else text.startswith(affix[1])
         return self.compiled.fullmatch(text) is not None
+
+    @cached_property
+    def _affix(self) -> tuple[bool, str] | None:
+        """(True, suffix) for a glob ``*suffix``, (False, prefix) for ``prefix*``, where the rest has
+        no wildcard; else None."""
+        if self.kind is not PatternKind.GLOB or len(self.text) < 2:
+            return None
+        if self.text[0] == "*" and not any(c in self.text[1:] for c in "*?["):
+            return True, self.text[1:]
+        if self.text[-1] == "*" and not any(c in self.text[:-1] for c in "*?["):
+            return False, self.text[:-1]
+        return None
 
     def __str__(self) -> str:
         return repr(self.text) if self.kind is PatternKind.EXACT else f"{self.kind.value}:{self.text!r}"
@@ -81,6 +96,9 @@ class ObjectSelector:
     type: Match | None = None
     name: Match | None = None
     kind: Match | None = None
+    # Java: instances of a class whose name matches, or of any of its subclasses (hprof's <class> and
+    # <super> references); where a format shows no class hierarchy, the object's type.
+    instance_of: Match | None = None
 
 
 @dataclass(frozen=True)
@@ -187,6 +205,49 @@ class KnownLeakRule(Rule):
     link: str | None = None
 
 
+# What a lifecycle rule's ``status`` says of the objects it holds for (the file's words).
+LIFECYCLE_STATUSES = ("leaking", "not_leaking", "label")
+FIELD_COMPARISONS = ("above", "below", "not", "instance_of")
+
+
+@dataclass(frozen=True)
+class FieldTest:
+    """One test of a lifecycle rule on an object's fields: the field path (references to follow,
+    then the field read) and what it must be."""
+
+    path: tuple[str, ...]
+    op: str  # "is", "null", "not null", "above", "below", "not", "instance_of"
+    value: bool | int | float | str | None = None
+
+    def describe(self) -> str:
+        name = ".".join(self.path)
+        if self.op in ("null", "not null"):
+            return f"{name} is {self.op}"
+        if self.op == "is":
+            return f"{name} is {_java(self.value)}"
+        words = {"above": "is above", "below": "is below", "not": "is not", "instance_of": "is an instance of"}
+        return f"{name} {words[self.op]} {_java(self.value)}"
+
+
+def _java(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+@dataclass(frozen=True)
+class LifecycleRule(Rule):
+    """What heapdb knows of the lifecycle of the instances of ``cls`` and its subclasses (Java): when
+    their fields pass every test, they are ``status`` (leaking, not_leaking, or label: a note) for
+    ``reason``. Read by the leak list of objects past their lifecycle and the labels of ``why``
+    (:mod:`heapdb.loader.inspections.leak_status`); they change no analysis."""
+
+    cls: str
+    status: str  # one of LIFECYCLE_STATUSES
+    tests: tuple[FieldTest, ...]
+    reason: str
+
+
 @dataclass(frozen=True)
 class VerdictRule(Rule):
     """A note shown wherever a type or path signature appears ("expected: pool of 64").
@@ -289,6 +350,10 @@ class RuleSet:
     @property
     def known_leaks(self) -> tuple[KnownLeakRule, ...]:
         return tuple(r for r in self.enabled_rules() if isinstance(r, KnownLeakRule))
+
+    @property
+    def lifecycles(self) -> tuple[LifecycleRule, ...]:
+        return tuple(r for r in self.enabled_rules() if isinstance(r, LifecycleRule))
 
     @property
     def verdicts(self) -> tuple[VerdictRule, ...]:

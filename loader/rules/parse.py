@@ -16,21 +16,25 @@ import re
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 from heapdb.errors import ParameterError, RuleError
 from heapdb.gatecheck import GATE_CHECKS
 from heapdb.loader.graph import EDGE_KIND_NAMES, MAX_OWNS_WEIGHT, EdgeKind
 from heapdb.loader.rules.model import (
     DEFAULT_GROUP,
+    FIELD_COMPARISONS,
     FORMAT_VERSION,
     GROUP_NAME,
+    LIFECYCLE_STATUSES,
     BucketRule,
+    FieldTest,
     GateThresholds,
     Group,
     IgnoreRule,
     InternalRule,
     KnownLeakRule,
+    LifecycleRule,
     Match,
     ObjectSelector,
     OwnsRule,
@@ -50,7 +54,7 @@ from heapdb.units import parse_threshold
 MAX_WEIGHT = MAX_OWNS_WEIGHT
 
 REFERENCE_KEYS = ("from", "edge", "path", "to")
-OBJECT_KEYS = ("type", "name", "kind")
+OBJECT_KEYS = ("type", "name", "kind", "instance_of")
 STEP_KEYS = ("name", "kind", "to")
 
 # Rule kind -> the keys its tables take besides ``group`` (``tag`` is another name for ``bucket``).
@@ -66,6 +70,7 @@ RULE_KEYS: dict[str, tuple[str, ...]] = {
     "known_leak": ("reason", "link", "object", *REFERENCE_KEYS),
     "verdict": ("note", "object", *REFERENCE_KEYS),
     "redact": ("strings", "names", "values"),
+    "lifecycle": ("class", "status", "when", "reason"),
 }
 RULE_KINDS = tuple(RULE_KEYS)
 GATE_KEYS = ("max_growth", "min_bytes", "fail_on")
@@ -202,6 +207,13 @@ class _Parser:
                 self.locate.top("version"),
             )
         for key in data:
+            if key == "library_leak":  # heapdb's lifecycle files had their own kind for these
+                self.fail(
+                    "library_leak: a reference a library is known to leak through is a [[known_leak]] with "
+                    '`from` (the holder: { instance_of = "CLASS" }, or a class object for a static field), '
+                    "`edge` (the field) and `reason` (docs/rules.md, known_leak)",
+                    self.locate.top(key),
+                )
             if key not in TOP_KEYS:
                 self.fail(
                     f"unknown rule kind {key!r} (expected one of: {', '.join(RULE_KINDS)}; or version, groups, gate)",
@@ -353,6 +365,8 @@ class _Parser:
 
         if kind == "redact":
             return self.redact(table, line, group, where)
+        if kind == "lifecycle":
+            return self.lifecycle(table, line, group, where)
         objects = self.object_selector(kind, table["object"], where, ("object",)) if "object" in table else None
         if kind == "internal":
             if objects is None:
@@ -397,6 +411,60 @@ class _Parser:
                 line,
             )
         return RedactRule(line, group, strings, names, values)
+
+    def lifecycle(self, table: dict[str, Any], line: int, group: str, where: Where) -> LifecycleRule:
+        """``[[lifecycle]]``: ``class``, ``status``, ``when`` (field tests, all of which must hold) and
+        an optional ``reason`` (made from the tests when missing: ``Activity#mDestroyed is true``)."""
+        cls = self.text_value("lifecycle", table, "class", where)
+        status = table.get("status")
+        if status not in LIFECYCLE_STATUSES:
+            self.fail(
+                f"lifecycle: status: expected one of {', '.join(LIFECYCLE_STATUSES)}, got {_show(status)}",
+                where(("status",)) if "status" in table else line,
+            )
+        reason = self.text_value("lifecycle", table, "reason", where) if "reason" in table else ""
+        when = table.get("when", {})
+        if not isinstance(when, dict):
+            self.fail(f"lifecycle: when: expected a table of field tests, got {_show(when)}", where(("when",)))
+        tests = tuple(self.field_tests(when, (), where))
+        if not reason:
+            simple = cls.rsplit(".", 1)[-1]
+            reason = " and ".join(f"{simple}#{t.describe()}" for t in tests) or f"an instance of {cls}"
+        return LifecycleRule(line, group, cls, status, tests, reason)
+
+    def field_tests(self, when: dict[str, Any], prefix: tuple[str, ...], where: Where) -> list[FieldTest]:
+        tests = []
+        at = where(("when",))
+        for key, value in when.items():
+            path = (*prefix, *key.split("."))
+            name = ".".join(path)
+            if not all(path):
+                self.fail(f"lifecycle: when: {name!r}: expected a field path such as mContext.mDestroyed", at)
+            if isinstance(value, dict) and value and set(value) <= set(FIELD_COMPARISONS):
+                if len(value) != 1:
+                    self.fail(f"lifecycle: when: {name}: expected one comparison per test, got {sorted(value)}", at)
+                ((op, operand),) = value.items()
+                operand = cast(bool | int | float | str, operand)  # checked against the comparison just below
+                wanted: tuple[type, ...] = (
+                    (str,) if op == "instance_of" else (bool, int, float) if op == "not" else (int, float)
+                )
+                if not isinstance(operand, wanted) or (op in ("above", "below") and isinstance(operand, bool)):
+                    expected = "a class name" if wanted == (str,) else "a number"
+                    self.fail(f"lifecycle: when: {name}: {op} takes {expected}, got {_show(operand)}", at)
+                tests.append(FieldTest(path, op, operand))
+            elif isinstance(value, dict):  # a dotted key written as a nested table
+                tests += self.field_tests(value, path, where)
+            elif value in ("null", "not null"):
+                tests.append(FieldTest(path, value))
+            elif isinstance(value, (bool, int, float)):
+                tests.append(FieldTest(path, "is", value))
+            else:
+                self.fail(
+                    f'lifecycle: when: {name}: expected true, false, a number, "null", "not null" or a table of '
+                    f"{', '.join(FIELD_COMPARISONS)}, got {_show(value)}",
+                    at,
+                )
+        return tests
 
     def text_value(self, kind: str, table: dict[str, Any], key: str, where: Where) -> str:
         if key not in table:
@@ -471,13 +539,15 @@ class _Parser:
             return ObjectSelector(type=Match((Pattern(PatternKind.EXACT, value),)))
         if not isinstance(value, dict) or not value:
             self.fail(
-                f"{kind}: {self.label(keys)}: expected a type name or a table with type, name and/or kind, got {_show(value)}",
+                f"{kind}: {self.label(keys)}: expected a type name or a table with type, name, kind and/or instance_of, "
+                f"got {_show(value)}",
                 where(keys),
             )
         for key in value:
             if key not in OBJECT_KEYS:
                 self.fail(
-                    f"{kind}: {self.label(keys)}: unknown key {key!r} (expected type, name, kind)", where((*keys, key))
+                    f"{kind}: {self.label(keys)}: unknown key {key!r} (expected type, name, kind, instance_of)",
+                    where((*keys, key)),
                 )
         fields = {k: self.match(kind, value[k], where, (*keys, k)) for k in OBJECT_KEYS if k in value}
         return ObjectSelector(**fields)

@@ -37,6 +37,18 @@ class BucketRow:
 
 
 @dataclass(frozen=True)
+class KnownLeakRow:
+    """The objects one known_leak rule covers in this snapshot (those it names and everything they
+    alone keep alive), each byte counted once: what `heapdb leaks` answers apart from new leaks."""
+
+    reason: str
+    link: str | None
+    line: int  # where the rule starts in its file
+    objects: int
+    retained_size: int
+
+
+@dataclass(frozen=True)
 class RulesSummary:
     rules_file: str | None
     rules: int  # enabled rules
@@ -56,6 +68,7 @@ class RulesSummary:
     default_groups: tuple[str, ...] = ()
     looked_through_objects: int = 0  # internal objects top retainers look through (as a load's `top`)
     transient_objects: int = 0  # objects transient rules select (besides V8's built-in root groups)
+    known_leaks: tuple[KnownLeakRow, ...] = ()  # the known leaks found, largest retained first
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -103,7 +116,27 @@ def rules_summary(
         default_groups=default_groups,
         looked_through_objects=0 if looked_through is None else int(np.count_nonzero(looked_through)),
         transient_objects=0 if compiled.transient is None else int(np.count_nonzero(compiled.transient)),
+        known_leaks=known_leak_rows(result, compiled),
     )
+
+
+def known_leak_rows(result: Analysis, compiled: CompiledRules) -> tuple[KnownLeakRow, ...]:
+    """Per known_leak rule that covers something: the objects it covers, spread down the dominator
+    tree as a load spreads them, and what the outermost of them retain."""
+    if compiled.known_leak is None:
+        return ()
+    from heapdb.loader.analysis import spread_down
+
+    covered = spread_down(result, compiled.known_leak).astype(np.int32)
+    reasons = tuple(str(i) for i in range(len(compiled.known_leaks)))  # by rule: two may share a reason
+    r = result
+    rows = bucket_totals(r.idom, r.root, r.reachable, r.self_size, r.retained_size, covered, reasons)
+    found = []
+    for row in rows:
+        rule = compiled.known_leaks[int(row.name)]
+        if row.objects:
+            found.append(KnownLeakRow(rule.reason, rule.link, rule.line, row.objects, row.retained_size))
+    return tuple(found)
 
 
 def bucket_rows(result: Analysis, compiled: CompiledRules) -> tuple[BucketRow, ...]:

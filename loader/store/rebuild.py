@@ -81,7 +81,7 @@ class StagedSnapshot:
     objects: int
     references: int
     properties: dict[str, Any]  # its :Snapshot node's (snapshot_properties)
-    groups: dict[str, list[list[Any]]]  # its group nodes' rows by label (LoadInput.group_rows)
+    groups: dict[str, list[list[Any]]]  # its group nodes' rows by label (LoadInput's and its inspections' group_rows)
     listings: list[tuple[str, TypeListing]]
     hubs: dict[str, list[dict[str, Any]]]  # its hubs' reference orders (hubs.hub_orders)
     root_id: int
@@ -159,7 +159,7 @@ def stage(
         objects=g.node_count,
         references=g.edge_count,
         properties=snapshot_properties(data, source=source, meta=meta, analysed_with=analysed_with),
-        groups=data.group_rows(),
+        groups={**data.group_rows(), **data.inspections.group_rows()},
         listings=list(data.type_listings()),
         hubs=hub_orders(data),
         root_id=int(g.ids[g.root]),

@@ -19,13 +19,16 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from heapdb import settings
 from heapdb.db import Database
 from heapdb.errors import NotFound, ParameterError
 from heapdb.loader.store.numbering import create_numbered
 from heapdb.loader.store.schema import ensure_schema
+
+if TYPE_CHECKING:
+    from heapdb.loader.rules import RuleSet
 
 # A rule set's name: what `heapdb rules add --name` takes and the REST route's path segment. A letter
 # or digit first, so that a name is never `.`, `..` or an option; then letters, digits, `-`, `_`, `.`.
@@ -190,3 +193,31 @@ def _not_found(name: str, version: int | None, numbers: list[int]) -> NotFound:
         )
     listed = ", ".join(str(n) for n in sorted(numbers))
     return NotFound(f"rule set {name!r} has no version {version} (its versions: {listed})")
+
+
+def rules_of_snapshot(database: Database, snapshot: Any) -> tuple[RuleSet | None, str, str | None]:
+    """The team's rules a stored snapshot was loaded with, as they were at its load: its stored rule
+    set's version, or its rule file when the file is still there unchanged (same digest). The rule
+    set (None: none, or none that can be read as it was), how to name it, and why it cannot be read
+    (None when it can, or when the load had no team rules). ``snapshot`` is a
+    :class:`heapdb.loader.store.Snapshot`."""
+    from heapdb.loader.rules import load_rules, parse_rules
+
+    if snapshot.rules is None:
+        return None, "", None
+    if snapshot.rules_version is not None:
+        try:
+            stored = get_rule_set(database, snapshot.rules, snapshot.rules_version)
+        except NotFound:
+            return None, "", f"its rule set {snapshot.rules} version {snapshot.rules_version} is no longer stored"
+        label = f"rule set {stored.name} version {stored.version}"
+        return parse_rules(stored.text or "", label), label, None
+    path = snapshot.rules
+    try:
+        with open(path, encoding="utf-8") as f:
+            unchanged = digest_of(f.read()) == snapshot.rules_digest
+    except (OSError, UnicodeDecodeError):
+        unchanged = False
+    if not (unchanged and os.path.isfile(path)):
+        return None, "", f"its rule file {path} is gone or changed since its load"
+    return load_rules(path), f"rule file {path}", None

@@ -8,7 +8,10 @@ digits and repeated hops normalised, so a signature is the same in every build).
 - each leak signature it found, as a ``:Signature`` (path, type, known-leak reason);
 - for every remembered signature and every recorded build whose snapshot is still loaded, what the
   build held that way, as a ``:SignatureObservation`` (retained bytes, objects): a signature found
-  at build 4 is looked up in builds 1 to 3 too, when they are still there;
+  at build 4 is looked up in builds 1 to 3 too, when they are still there. A retainer path's
+  signature is looked up in the build's ``:PathGroup`` totals here; an inspection row's (a
+  duplicated content, a component, a lifecycle leak group: ``Tracked.inspection``) in the build's
+  stored inspection, which only the questions read, so the caller gives those (:class:`Observed`);
 - then each signature's summary, recomputed from its observations (:func:`summarise`): first and
   last build it was present in, the builds where it grew, and its status.
 
@@ -71,6 +74,21 @@ class Tracked:
     hops: tuple[str, ...]
     type: str
     known_leak: str | None = None
+    # The gate check whose inspection rows hold it (duplicate-strings...); None: a retainer path,
+    # looked up in each build's :PathGroup totals.
+    inspection: str | None = None
+
+
+@dataclass(frozen=True)
+class Observed:
+    """What one build held of an inspection row's signature, as the caller read it from the build's
+    stored inspection (``present``: by that check's own floor)."""
+
+    sig: int
+    build: str
+    retained_size: int  # the bytes the gate compares (wasted, retained, unused)
+    objects: int
+    present: bool
 
 
 @dataclass(frozen=True)
@@ -123,7 +141,7 @@ _MERGE_SIGNATURES = """
 UNWIND $tracked AS t
 MERGE (s:Signature {sig: t.sig})
 ON CREATE SET s.path = t.path, s.hops = t.hops, s.type = t.type, s.created_at = $now
-SET s.known_leak = coalesce(t.known_leak, s.known_leak)
+SET s.known_leak = coalesce(t.known_leak, s.known_leak), s.inspection = t.inspection
 """
 
 # The recorded builds' observations of every signature, and earlier builds' observations of the
@@ -133,13 +151,20 @@ SET s.known_leak = coalesce(t.known_leak, s.known_leak)
 _OBSERVE = """
 MATCH (b:Build)
 MATCH (snap:Snapshot {sid: b.sid, status: 'ready'}) WHERE snap.tag = b.tag
-MATCH (s:Signature)
+MATCH (s:Signature) WHERE s.inspection IS NULL
 WITH b, s WHERE b.build IN $recorded OR NOT EXISTS { MATCH (:SignatureObservation {sig: s.sig, build: b.build}) }
 OPTIONAL MATCH (g:PathGroup {sid: b.sid, sig: s.sig})
 WITH b, s, g, coalesce(g.held, g.retained_size, 0) AS held
 MERGE (o:SignatureObservation {sig: s.sig, build: b.build})
 SET o.retained_size = held, o.objects = coalesce(g.objects, 0),
     o.self_size = coalesce(g.self_size, 0), o.present = held >= $noise
+"""
+
+# Inspection rows' observations, as the caller read them (Observed).
+_OBSERVE_GIVEN = """
+UNWIND $observed AS r
+MERGE (o:SignatureObservation {sig: r.sig, build: r.build})
+SET o.retained_size = r.retained_size, o.objects = r.objects, o.self_size = 0, o.present = r.present
 """
 
 _READ_ALL = """
@@ -164,10 +189,18 @@ def in_build_order(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]
     return sorted(rows, key=lambda r: order_key(r.get("number"), r.get("sid") or 0))
 
 
-def record_builds(database: Database, snapshots: Sequence[Snapshot], tracked: Sequence[Tracked], *, noise: int) -> None:
-    """Remember ``snapshots`` as builds and ``tracked`` as leak signatures, look every signature up
-    in them (and in earlier builds still loaded), and recompute every signature's summary, all in one
-    transaction. A signature counts as present in a build where it retains at least ``noise`` bytes."""
+def record_builds(
+    database: Database,
+    snapshots: Sequence[Snapshot],
+    tracked: Sequence[Tracked],
+    *,
+    noise: int,
+    observed: Sequence[Observed] = (),
+) -> None:
+    """Remember ``snapshots`` as builds and ``tracked`` as leak signatures, look every path
+    signature up in them (and in earlier builds still loaded), take ``observed`` as the inspection
+    rows' observations, and recompute every signature's summary, all in one transaction. A path
+    signature counts as present in a build where it retains at least ``noise`` bytes."""
     ensure_signature_schema(database)
     now = datetime.now(UTC).isoformat(timespec="seconds")
     builds = {
@@ -180,12 +213,20 @@ def record_builds(database: Database, snapshots: Sequence[Snapshot], tracked: Se
         tx.run(
             _MERGE_SIGNATURES,
             tracked=[
-                {"sig": t.sig, "path": t.path, "hops": list(t.hops), "type": t.type, "known_leak": t.known_leak}
+                {
+                    "sig": t.sig,
+                    "path": t.path,
+                    "hops": list(t.hops),
+                    "type": t.type,
+                    "known_leak": t.known_leak,
+                    "inspection": t.inspection,
+                }
                 for t in tracked
             ],
             now=now,
         ).consume()
         tx.run(_OBSERVE, recorded=list(builds), noise=noise).consume()
+        tx.run(_OBSERVE_GIVEN, observed=[vars(o) for o in observed]).consume()
         summaries = []
         for row in tx.run(_READ_ALL).data():
             observations = [

@@ -17,7 +17,7 @@ BUILD_META = ("build", "commit", "branch", "scenario", "platform")
 
 
 # The inspections a load stores on its :Snapshot, each as JSON text of its totals (and, for some, rows).
-INSPECTIONS = ("strings", "dom", "react", "stale", "shapes", "fill", "objects", "lifecycles")
+INSPECTIONS = ("strings", "dom", "react", "hooks", "stale", "shapes", "fill", "objects", "lifecycles", "held")
 
 
 @dataclass(frozen=True)
@@ -92,6 +92,10 @@ class Snapshot:
     # "retained_size", "mounted", "components", "largest"} (JSON text, as dom; the components are
     # :FiberGroup nodes). None: not computed (docs/analysis.md, "Unmounted React components").
     react: dict[str, Any] | None = field(default=None, hash=False)
+    # Where the format has a DOM: memory by React component and hook, {"fibers", "components",
+    # "rows"}, the rows as ComponentMemory's fields (JSON text). None: not computed
+    # (docs/analysis.md, "Memory by React component and hook").
+    hooks: dict[str, Any] | None = field(default=None, hash=False)
     # Where the format has a DOM: the collections holding detached DOM or unmounted fibers,
     # {"collections", "stale", "stale_size", "rows"}, the rows as StaleCollection's fields (JSON
     # text). None: not computed (docs/analysis.md, "Collections holding stale objects").
@@ -111,6 +115,12 @@ class Snapshot:
     # {"leaking", "nested", "retained_size", "signatures", "groups"}, the groups as LifecycleLeak's
     # fields (JSON text). None: not computed (docs/analysis.md, "Java and Android leak status").
     lifecycles: dict[str, Any] | None = field(default=None, hash=False)
+    # V8: what event listeners, the console and closures alone keep alive, and the globals the
+    # program added, {"listeners", "console", "closures" (each {"holders", "objects", "self_size",
+    # "retained_size", "paths"}), "global_count", "global_retained", "groups", "globals"}, groups as
+    # HeldGroup's fields with their "category", globals as GlobalVariable's (JSON text). None: not
+    # computed (docs/analysis.md, "Held by listeners, the console and closures").
+    held: dict[str, Any] | None = field(default=None, hash=False)
     meta: dict[str, Any] = field(default_factory=dict, hash=False)  # a dict cannot be hashed; the rest can
 
     @classmethod

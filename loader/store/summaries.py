@@ -5,9 +5,8 @@ question would otherwise sort millions of objects for: one row per first-path si
 type, each object's rank among the largest retainers, and per type the list of its objects that
 ``find`` searches (:class:`TypeListing`).
 
-Why this module is long: every inspection a load stores passes through :class:`LoadInput` (computed
-in :meth:`LoadInput.from_analysis`, before redaction where it reads contents, and turned into
-``:Snapshot`` properties and group rows here), so that what a load writes is declared in one place.
+The inspections a load stores are :class:`~heapdb.loader.store.inspected.Inspections`, worked out
+from the same graph and analysis once the snapshot answers (:attr:`LoadInput.inspections`).
 """
 
 from __future__ import annotations
@@ -24,19 +23,12 @@ import numpy as np
 from heapdb.loader.analysis import Analysis, LookThrough, outermost_members
 from heapdb.loader.analysis.ranking import largest_first
 from heapdb.loader.graph import EDGE_KIND_NAMES, NUMERIC_NAME_KINDS, HeapGraph
-from heapdb.loader.inspections.collections import STALE_TOTALS, StaleCollections, stale_collections, stale_objects
-from heapdb.loader.inspections.common import ObjectRow
-from heapdb.loader.inspections.dom import DOM_TOTALS, DetachedDom, detached_dom, shows_dom
-from heapdb.loader.inspections.fill import FILL_TOTALS, CollectionFill, collection_fill
-from heapdb.loader.inspections.lifecycles import LIFECYCLE_TOTALS, LifecycleLeaks, lifecycle_leaks
-from heapdb.loader.inspections.objects import OBJECT_TOTALS, DuplicateObjects, stored_objects
-from heapdb.loader.inspections.react import REACT_TOTALS, UnmountedFibers, unmounted_fibers
-from heapdb.loader.inspections.strings import STRING_TOTALS, DuplicateStrings, stored_strings, string_contents
-from heapdb.loader.inspections.unbound import ShapeTable, shapes_of
+from heapdb.loader.inspections.leak_status import Inspectors
 from heapdb.loader.paths import FirstPaths, first_paths, path_hops
-from heapdb.loader.redaction import Redaction, redact_graph, redacted_objects, redacted_strings
+from heapdb.loader.redaction import Redaction
 from heapdb.loader.rules.summary import bucket_totals
 from heapdb.loader.store.bulk import NULL
+from heapdb.loader.store.inspected import Contents, Inspections, contents
 from heapdb.loader.store.listings import DroppedReferences, TypeListing
 from heapdb.units import shorten
 
@@ -101,30 +93,13 @@ class LoadInput:
     # weak, or outranked by an owner), as edge indices. Questions that walk :REF at question time
     # leave them out (see :meth:`dropped_references`).
     rules_dropped: np.ndarray | None = None  # int64[k]
-    # The duplicate strings a load stores (heapdb.loader.inspections.strings.stored_strings); None
-    # where the format shows no string contents.
-    strings: DuplicateStrings | None = None
-    # The detached DOM a load stores (heapdb.loader.inspections.dom.detached_dom); None where the
-    # format has no DOM.
-    dom: DetachedDom | None = None
-    # The unmounted React components a load stores (heapdb.loader.inspections.react.unmounted_fibers);
-    # None where the format has no DOM.
-    react: UnmountedFibers | None = None
-    # The collections holding detached DOM or unmounted fibers
-    # (heapdb.loader.inspections.collections.stale_collections); None where the format has no DOM.
-    stale: StaleCollections | None = None
-    # The Java objects past their lifecycle (heapdb.loader.inspections.lifecycles.lifecycle_leaks);
-    # None where the format shows no classes and fields, or its values were redacted.
-    lifecycles: LifecycleLeaks | None = None
-    # The collections by fill (heapdb.loader.inspections.fill.collection_fill); None where the format
-    # shows no capacities, or its values were redacted.
-    fill: CollectionFill | None = None
-    # The duplicate objects a load stores (heapdb.loader.inspections.objects.stored_objects); None
-    # where the format shows no object's contents.
-    objects: DuplicateObjects | None = None
-    # Every shape of a V8 snapshot, for `heapdb unbound` (heapdb.loader.inspections.unbound.shapes_of);
-    # None for other formats.
-    shapes: ShapeTable | None = None
+    # What a load's inspections are worked out from, once the snapshot answers (:attr:`inspections`):
+    # the analysis, and the content inspections where they were worked out before a redaction.
+    analysis: Analysis | None = None
+    contents: Contents | None = None
+    # The lifecycle rules and known leaks the objects past their lifecycle are found by (the load's
+    # rules'; None: heapdb's own, heapdb.loader.inspections.leak_status.Inspectors.of).
+    lifecycle_rules: Inspectors | None = None
 
     @classmethod
     def from_analysis(
@@ -140,6 +115,7 @@ class LoadInput:
         verdict: np.ndarray | None = None,
         notes: tuple[str, ...] = (),
         redaction: Redaction | None = None,
+        lifecycle_rules: Inspectors | None = None,
     ) -> LoadInput:
         """The load of ``result``. For an analysis under rules, ``retaining`` is the mask of the
         references that retain under the runtime's own rules (what :REF and :WEAK_REF record, which
@@ -147,15 +123,13 @@ class LoadInput:
         ``result.transient``: what the distances followed last, first paths follow last too); the
         default is ``result.retaining`` for both.
 
-        With a ``redaction``, the duplicate strings and objects are worked out from the whole
-        contents, then everything else from the redacted graph, which is what the load stores."""
-        found = string_contents(graph)  # both read the strings' contents
-        strings = stored_strings(graph, result, found)
-        objects = stored_objects(graph, result, found)
+        The inspections (:attr:`inspections`) are worked out when first asked for, except the
+        duplicate strings and objects under a ``redaction``: those come from the whole contents,
+        before the graph is redacted; everything else comes from the redacted graph, which is what
+        the load stores."""
+        found = None
         if redaction is not None:
-            strings = None if strings is None else redacted_strings(strings, graph, redaction)
-            graph = redact_graph(graph, redaction)
-            objects = None if objects is None else redacted_objects(objects, graph, redaction)
+            graph, found = contents(graph, result, redaction)
         paths = first_paths(graph, result.retaining, result.transient)
         return cls(
             graph=graph,
@@ -173,15 +147,18 @@ class LoadInput:
             verdict=verdict,
             notes=notes,
             rules_dropped=None if retaining is None else np.flatnonzero(retaining & ~result.retaining),
-            strings=strings,
-            dom=detached_dom(graph, result, paths, source=""),
-            react=unmounted_fibers(graph, result, paths, source=""),
-            stale=_stale(graph, result, paths),
-            lifecycles=lifecycle_leaks(graph, result, paths, source=""),
-            fill=collection_fill(graph, result, paths, source=""),
-            objects=objects,
-            shapes=shapes_of(graph, result) if shows_dom(graph.meta.get("format")) else None,  # V8's kinds
+            analysis=result,
+            contents=found,
+            lifecycle_rules=lifecycle_rules,
         )
+
+    @cached_property
+    def inspections(self) -> Inspections:
+        """Every inspection the load stores, worked out when first asked for: a load asks once the
+        snapshot answers (loader/store/writer.py), since no first question needs them."""
+        if self.analysis is None:
+            return Inspections()
+        return Inspections.compute(self.graph, self.analysis, self.paths, self.contents, self.lifecycle_rules)
 
     def dropped_references(self) -> DroppedReferences | None:
         """The holder and target ids of the references the rules keep from retaining (None: none).
@@ -289,100 +266,11 @@ class LoadInput:
         rows.sort(key=lambda r: (-r["retained_size"], r["name"]))
         return {"buckets": json.dumps(rows)}
 
-    def strings_property(self) -> dict[str, str]:
-        """The ``:Snapshot`` property ``strings``: JSON text of the duplicate strings' totals (its
-        rows are ``:StringGroup`` nodes, :meth:`string_groups`); nothing where they were not computed."""
-        if self.strings is None:
-            return {}
-        totals = {f: getattr(self.strings, f) for f in STRING_TOTALS}
-        return {"strings": json.dumps(totals)}
-
-    def string_groups(self) -> list[list[Any]]:
-        """One row per duplicated content kept (``:StringGroup``; see groups.CREATE_STRING_GROUPS)."""
-        if self.strings is None:
-            return []
-        return [
-            [
-                r.key,
-                r.value,
-                r.length,
-                r.count,
-                r.retained_size,
-                r.wasted,
-                r.example_id,
-                [o.type for o in r.owners],
-                [o.copies for o in r.owners],
-                [o.example_id for o in r.owners],
-            ]
-            for r in self.strings.rows
-        ]
-
-    def inspections_property(self) -> dict[str, str]:
-        """The ``:Snapshot`` properties ``dom``, ``react`` and ``stale``: JSON text of each
-        inspection's totals and its largest objects (the groups of the first two are nodes,
-        :meth:`group_rows`; the few rows of the third are kept whole here); nothing where the format
-        has no DOM. And ``objects``, the duplicate objects' totals (their rows are group nodes too),
-        where the format shows objects' contents."""
-        found: dict[str, str] = {}
-        for name, answer, totals in (("dom", self.dom, DOM_TOTALS), ("react", self.react, REACT_TOTALS)):
-            if answer is not None:
-                found[name] = json.dumps({**{f: getattr(answer, f) for f in totals}, "largest": _rows(answer.largest)})
-        if self.stale is not None:
-            rows = [asdict(r) for r in self.stale.rows]
-            found["stale"] = json.dumps({**{f: getattr(self.stale, f) for f in STALE_TOTALS}, "rows": rows})
-        if self.lifecycles is not None:  # at most lifecycles.KEPT groups, each with its trace: kept whole
-            groups = [asdict(g) for g in self.lifecycles.groups]
-            leaking = {f: getattr(self.lifecycles, f) for f in LIFECYCLE_TOTALS}
-            found["lifecycles"] = json.dumps({**leaking, "groups": groups})
-        if self.fill is not None:  # a few hundred types and rows at most: kept whole, as stale's
-            kept = {"types": [asdict(t) for t in self.fill.types], "rows": [asdict(r) for r in self.fill.rows]}
-            found["fill"] = json.dumps({**{f: getattr(self.fill, f) for f in FILL_TOTALS}, **kept})
-        if self.objects is not None:  # the totals; the rows are :ObjectGroup nodes (object_groups)
-            found["objects"] = json.dumps({f: getattr(self.objects, f) for f in OBJECT_TOTALS})
-        if self.shapes is not None:
-            found["shapes"] = json.dumps({"shapes": len(self.shapes.shapes)})
-        return found
-
-    def object_groups(self) -> list[list[Any]]:
-        """One row per duplicated object content kept (``:ObjectGroup``; see groups.CREATE_OBJECT_GROUPS)."""
-        if self.objects is None:
-            return []
-        return [
-            [
-                *(getattr(r, f) for f in ("key", "type", "value", "size", "count", "retained_size", "wasted")),
-                r.example_id,
-                [o.type for o in r.owners],
-                [o.copies for o in r.owners],
-                [o.example_id for o in r.owners],
-            ]
-            for r in self.objects.rows
-        ]
-
-    def detached_groups(self) -> list[list[Any]]:
-        """One row per holder path of detached trees kept (``:DetachedGroup``; see groups.CREATE_DETACHED_GROUPS)."""
-        if self.dom is None:
-            return []
-        return [
-            [r.signature, r.path, r.type, r.trees, r.objects, r.attached, r.retained_size, r.example_id]
-            for r in self.dom.groups
-        ]
-
-    def fiber_groups(self) -> list[list[Any]]:
-        """One row per component with unmounted fibers kept (``:FiberGroup``; see groups.CREATE_FIBER_GROUPS)."""
-        if self.react is None:
-            return []
-        return [[r.component, r.fibers, r.retained_size, r.example_id, r.path] for r in self.react.rows]
-
     def group_rows(self) -> dict[str, list[list[Any]]]:
         """The rows of every group node, by label (groups.GROUP_KINDS)."""
         return {
             "PathGroup": self.path_groups(),
             "TypeGroup": self.type_groups(),
-            "StringGroup": self.string_groups(),
-            "ObjectGroup": self.object_groups(),
-            "DetachedGroup": self.detached_groups(),
-            "FiberGroup": self.fiber_groups(),
-            "ShapeGroup": [] if self.shapes is None else self.shapes.rows(),
         }
 
     def root_groups_property(self) -> dict[str, list[int]]:
@@ -490,17 +378,6 @@ def _first_in_groups(order: np.ndarray, key: np.ndarray, depth: int) -> tuple[np
     starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if keys.size else np.zeros(0, dtype=np.int64)
     place = np.arange(keys.size) - np.repeat(starts, np.diff(np.r_[starts, keys.size]))
     return grouped, place
-
-
-def _stale(graph: HeapGraph, result: Analysis, paths: FirstPaths) -> StaleCollections | None:
-    """The collections holding detached DOM or unmounted fibers; None where the format has no DOM."""
-    stale = stale_objects(graph, result)
-    return None if stale is None else stale_collections(graph, result, paths, stale, source="")
-
-
-def _rows(objects: tuple[ObjectRow, ...]) -> list[list[Any]]:
-    """An inspection's largest objects as stored: ``[id, type, self_size, retained_size]`` each."""
-    return [[o.id, o.type, o.self_size, o.retained_size] for o in objects]
 
 
 def held_under(paths: list[str], retained: list[int]) -> list[int]:

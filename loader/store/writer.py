@@ -187,7 +187,7 @@ def load(
     plugin = _use_plugin(database, writer, say)
     ensure_schema(database)
     properties = {
-        **snapshot_properties(data, source=source, meta=meta, analysed_with=analysed_with),
+        **snapshot_properties(data, source=source, meta=meta, analysed_with=analysed_with, inspections=False),
         "started_at": _now(),
         "objects_ready": False,
         "objects_written": 0,
@@ -219,6 +219,7 @@ def load(
             if replaced:
                 start_purge(database)
             on_ready(report)
+            steps.inspections()
             steps.other_objects()
             steps.references()
     except BaseException as error:
@@ -250,9 +251,11 @@ def snapshot_properties(
     source: str | None = None,
     meta: dict[str, str] | None = None,
     analysed_with: dict[str, Any] | None = None,
+    inspections: bool = True,
 ) -> dict[str, Any]:
     """What a ``:Snapshot`` node says of the snapshot itself, whichever way it is written (a load, or
-    ``heapdb rebuild``); the state of its load (status, heartbeat...) comes on top."""
+    ``heapdb rebuild``); the state of its load (status, heartbeat...) comes on top. A load leaves
+    out the ``inspections`` and writes them once the snapshot answers."""
     g = data.graph
     return {
         "store_version": STORE_VERSION,
@@ -271,11 +274,9 @@ def snapshot_properties(
         ),
         # Under bucket rules: each bucket's totals (JSON text), what `diff --by bucket` compares.
         **data.buckets_property(),
-        # Where computed: the duplicate strings' totals (JSON text); the rows are :StringGroup nodes.
-        **data.strings_property(),
-        # Where the format has a DOM: the detached DOM's and the unmounted components' totals and
-        # largest objects, and the collections holding either (JSON text).
-        **data.inspections_property(),
+        # Each inspection computed (JSON text; heapdb.loader.store.inspected): a load writes them
+        # once the snapshot answers (_Steps.inspections), a rebuild with the rest.
+        **(data.inspections.properties() if inspections else {}),
         **(analysed_with or {}),
     }
 
@@ -320,6 +321,24 @@ class _Steps:
             dropped=data.dropped_references(),
         )
         self.report.seconds["groups"] = time.monotonic() - started
+
+    def inspections(self) -> None:
+        """Every inspection (heapdb.loader.store.inspected), worked out and written once the snapshot
+        answers: no first question needs them, and on a large snapshot they take seconds. Written
+        before the other objects, so they are there within seconds of the first answer; a question
+        about one asked before says so (:class:`~heapdb.errors.InspectionsLoading`)."""
+        started = time.monotonic()
+        with progress.bar("work out the inspections", total=1, unit="step") as bar:
+            found = self.data.inspections
+            bar.update(1)
+        self.report.seconds["inspections"] = time.monotonic() - started
+        started = time.monotonic()
+        write_groups(self.database, self.sink.sid, found.group_rows(), self.batch_size, self.workers)
+        self.database.write(
+            "MATCH (n:Snapshot {sid: $sid}) SET n += $properties",
+            {"sid": self.sink.sid, "properties": found.properties()},
+        )
+        self.report.seconds["inspections written"] = time.monotonic() - started
 
     def other_objects(self) -> None:
         """The type listings and the objects after the early ones, nearest to the root first; then

@@ -5,14 +5,16 @@
 // The app shows PANELS panels; window.closePanels() unmounts them all. Each LeakyPanel subscribes
 // to a global store and never unsubscribes: the store keeps its state setter, which keeps the
 // panel's fiber (and what the fiber still holds) alive after it unmounted. CleanPanel unsubscribes
-// in its effect's cleanup and is freed. The Footer stays mounted.
+// in its effect's cleanup and is freed. The Footer stays mounted, and so does the Catalog, whose
+// hooks (a large state, a memo over it, a ref) heapdb's memory-by-hook inspection measures.
 
-import React, { useEffect, useState } from 'react';
+import React, { useEffect, useMemo, useRef, useState } from 'react';
 import { createRoot } from 'react-dom/client';
 import { flushSync } from 'react-dom';
 
 const PANELS = Number(document.body.dataset.panels || 3);
 const ROWS = Number(document.body.dataset.rows || 10);
+const ITEMS = 200; // the Catalog's state
 
 window.store = {
   listeners: new Set(),
@@ -55,6 +57,18 @@ function Footer() {
   return <footer>footer</footer>;
 }
 
+function Catalog() {
+  const [items] = useState(() => Array.from({ length: ITEMS }, (_, i) => ({ id: i, title: `item ${i}` })));
+  const byId = useMemo(() => new Map(items.map((item) => [item.id, item])), [items]);
+  const seen = useRef(new Array(ITEMS).fill(0));
+  return (
+    <p className="catalog">
+      {byId.size} items, {seen.current.length} counters
+    </p>
+  );
+}
+Catalog.displayName = 'Catalog'; // memlab names a function component by its displayName only
+
 function App() {
   const [open, setOpen] = useState(true);
   window.closePanels = () => flushSync(() => setOpen(false));
@@ -62,6 +76,7 @@ function App() {
     <main>
       {open && Array.from({ length: PANELS }, (_, i) => <LeakyPanel key={i} id={i} />)}
       {open && <CleanPanel />}
+      <Catalog />
       <Footer />
     </main>
   );

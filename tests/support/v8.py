@@ -45,6 +45,7 @@ __all__ = [
     "write_closure_cache_snapshots",
     "write_duplicate_objects_snapshot",
     "write_duplicate_strings_snapshot",
+    "write_known_leaks_snapshot",
     "write_secrets_snapshot",
     "write_leak_snapshot",
     "write_leak_snapshots",
@@ -54,6 +55,7 @@ ORACLE_SCRIPT = JS_DIR / "memlab_oracle.js"
 STRINGS_SCRIPT = JS_DIR / "memlab_strings.js"
 NODES_SCRIPT = JS_DIR / "memlab_nodes.js"
 OBJECTS_SCRIPT = JS_DIR / "memlab_objects.js"
+REACT_HOOKS_SCRIPT = JS_DIR / "memlab_react_hooks.js"
 
 ensure_node_tools = needs("node")(node.ensure_node_tools)
 write_leak_snapshots = needs("node")(node.write_leak_snapshots)
@@ -62,6 +64,7 @@ write_closure_cache_snapshots = needs("node")(node.write_closure_cache_snapshots
 write_duplicate_strings_snapshot = needs("node")(node.write_duplicate_strings_snapshot)
 write_duplicate_objects_snapshot = needs("node")(node.write_duplicate_objects_snapshot)
 write_secrets_snapshot = needs("node")(node.write_secrets_snapshot)
+write_known_leaks_snapshot = needs("node")(node.write_known_leaks_snapshot)
 
 
 @dataclass
@@ -153,6 +156,12 @@ def run_memlab_nodes(snapshot: str | os.PathLike[str], out: str | os.PathLike[st
     ``memlab_nodes.js`` writes them to ``out``: for each, its own list and every node its predicate
     accepts."""
     return _run_json_oracle(NODES_SCRIPT, snapshot, out, timeout)
+
+
+def run_memlab_react_hooks(snapshot: str | os.PathLike[str], out: str | os.PathLike[str], timeout: float = 600) -> dict:
+    """memlab's ``react-hooks`` analysis of ``snapshot``, as ``memlab_react_hooks.js`` writes it to
+    ``out``: as memlab runs it, and over every fiber with heapdb's naming."""
+    return _run_json_oracle(REACT_HOOKS_SCRIPT, snapshot, out, timeout)
 
 
 def assert_ranked_as_memlab(
