@@ -39,6 +39,25 @@ function logToConsole() {
   }
 }
 
+// A listener's payload, made where no closure shares the listener's scope: V8 may keep the last
+// closure it ran on a handle while it writes the snapshot, and a map callback made beside the
+// payload would keep the payload's scope, and so the payload, with it.
+function payloadOf(i) {
+  return new Array(LISTENER_ITEMS).fill(0).map((_, j) => i * LISTENER_ITEMS + j + 0.5);
+}
+
+// In a function of its own too, returned from before the snapshot: no stack slot of the caller
+// keeps the last listener's payload, so each payload is held by its listener alone.
+function listen(listeners) {
+  const bus = new EventEmitter();
+  bus.setMaxListeners(listeners + 1);
+  for (let i = 0; i < listeners; i++) {
+    const payload = payloadOf(i);
+    bus.on('tick', () => payload.length);
+  }
+  return bus;
+}
+
 function main(argv) {
   const out = argv[0];
   const listeners = argv[1] === undefined ? LISTENERS : Number(argv[1]);
@@ -59,13 +78,7 @@ function main(argv) {
     globalThis[name] = new Array(length).fill(0).map((_, j) => ({ slot: j }));
   }
 
-  const bus = new EventEmitter();
-  bus.setMaxListeners(listeners + 1);
-  for (let i = 0; i < listeners; i++) {
-    const payload = new Array(LISTENER_ITEMS).fill(0).map((_, j) => i * LISTENER_ITEMS + j + 0.5);
-    bus.on('tick', () => payload.length);
-  }
-  globalThis.heldBus = bus;
+  globalThis.heldBus = listen(listeners);
 
   if (typeof global.gc === 'function') global.gc();
   v8.writeHeapSnapshot(out);
