@@ -31,6 +31,12 @@ class Neo4jServerError(HeapdbError):
     http_status = 503
 
 
+class MonoError(HeapdbError):
+    """heapdb's Mono profiler module could not be built or run (no compiler, no mono-devel, no mono)."""
+
+    http_status = 500
+
+
 class DatabaseUnavailable(HeapdbError):
     """No Neo4j answers at the configured address, or it refused the credentials."""
 

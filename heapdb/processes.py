@@ -1,9 +1,13 @@
-"""Whether a process lives, as the managed Neo4j and the loads' lifecycle need to know it."""
+"""Whether a process lives, as the managed Neo4j and the loads' lifecycle need to know it, and the
+priority loading work runs at."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
+
+from heapdb import settings
 
 
 def pid_alive(pid: int) -> bool:
@@ -23,3 +27,16 @@ def pid_alive(pid: int) -> bool:
     except (OSError, IndexError):  # no /proc here: trust kill()
         return True
     return state != "Z"
+
+
+def lower_priority() -> None:
+    """Give this process the niceness of ``HEAPDB_LOAD_NICENESS`` (never raise its priority).
+
+    Call it before the process starts threads: Linux keeps a niceness per thread, and a thread takes
+    its starter's when it starts, so the analysis's worker threads and the driver's inherit it.
+    """
+    wanted = settings.LOAD_NICENESS.value()
+    with contextlib.suppress(OSError):  # not allowed here: the load runs as it is
+        current = os.nice(0)
+        if wanted > current:
+            os.nice(wanted - current)

@@ -298,7 +298,8 @@ MAX_UPLOAD_BYTES = Variable(
     name="HEAPDB_MAX_UPLOAD_BYTES",
     parse=byte_count(1),
     default=16 << 30,
-    help="The largest upload, counted as sent and decompressed (413 past it).",
+    help="The largest upload, counted as sent and decompressed (413 past it); also the largest stream "
+    "`heapdb receive` takes.",
 )
 MIN_FREE_BYTES = Variable(
     name="HEAPDB_MIN_FREE_BYTES",
@@ -347,6 +348,42 @@ WARM_UP = Variable(
 )
 
 # Clients and loads
+RECEIVE_TIMEOUT = Variable(
+    name="HEAPDB_RECEIVE_TIMEOUT",
+    parse=seconds(0.0, above=True),
+    # A producer writes as it walks the heap, inside a stop-the-world pause: a pause of minutes
+    # means it is gone, not slow.
+    default=120.0,
+    help="Seconds `heapdb receive` waits for a stream's next bytes before it refuses the stream.",
+)
+LOAD_NICENESS = Variable(
+    name="HEAPDB_LOAD_NICENESS",
+    parse=whole(0, 19),
+    # A load is batch work of seconds to minutes; a question is somebody waiting. When the machine
+    # has less CPU than work, the scheduler then serves the questions first and the load takes what
+    # is left, which changes nothing on an idle machine.
+    default=10,
+    help="The niceness (0 to 19, as `nice` counts) that loads (the service's and `heapdb load`'s) and "
+    "`heapdb reanalyze` give themselves, so that a service's answers keep their "
+    "times while one runs; 0 leaves their priority as it is.",
+)
+LOAD_SHARE = Variable(
+    name="HEAPDB_LOAD_SHARE",
+    parse=whole(10, 100, unit="percent"),
+    # A load writes with up to two transactions at once, which is two cores of Neo4j's on a small
+    # machine: the questions asked meanwhile waited for the CPU. Waiting as long as each
+    # transaction took halves that, and loads take about twice as long only while people ask.
+    default=50,
+    help="While the service answers more questions at once than the machine has cores, the loads it "
+    "runs write this percent of the time: after each write transaction a load waits so long that its "
+    "transactions fill this share of its time. 100: loads never wait.",
+)
+BUSY_FILE = Variable(
+    name="HEAPDB_BUSY_FILE",
+    parse=path(),
+    help="A file whose first byte says whether the service has more questions in flight than cores "
+    "(`1`) or not (`0`); how the service tells the loads it runs to make way (HEAPDB_LOAD_SHARE).",
+)
 SERVER = Variable(
     name="HEAPDB_SERVER",
     parse=text("a URL such as http://heapdb.example:8000"),  # click reads it, as --server's envvar
@@ -376,6 +413,13 @@ IMPORT_HEAP = Variable(
     parse=memory(),
     default="2g",  # the importer keeps its big structures off heap (--max-off-heap-memory)
     help="The Java heap of `heapdb rebuild`'s `neo4j-admin database import`.",
+)
+MLPD_HEAPSHOT = Variable(
+    name="HEAPDB_MLPD_HEAPSHOT",
+    parse=whole(0),
+    default=0,  # the last: the program's state when it was profiled last
+    help="Which heapshot of a Mono log-profiler file (`.mlpd`) heapdb reads: 1 the first, 2 the second, "
+    "and so on; 0 the last.",
 )
 
 # A Neo4j of one's own (docs/scaling.md): NEO4J_URI turns it on. An empty user or password is a value.

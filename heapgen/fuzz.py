@@ -1,8 +1,8 @@
 """A structure-aware fuzzer for heapdb's readers: seeds, mutations, and the oracle every case must meet.
 
 Seeds are the small snapshots of :mod:`heapgen.seeds` that the reader tests read too (a V8
-``.heapsnapshot``, a Luau dump, and both as snap.bin, compressed and not; hprof dumps). A mutation
-knows its format:
+``.heapsnapshot``, a Luau dump, and both as snap.bin, compressed and not; hprof dumps), and a real
+Mono log-profiler file (:mod:`heapgen.mlpd`). A mutation knows its format:
 
 - JSON (V8, Luau): values anywhere in the parsed document replaced by extreme numbers, wrong shapes
   (a string where a list belongs), nesting thousands deep, lone surrogates, NUL and control
@@ -23,7 +23,7 @@ knows its format:
   inside sub-records, up to 100,000 empty ones added, HEAP_DUMP_END removed or moved; STRING records'
   lengths changed, texts replaced by odd bytes (invalid UTF-8, NUL, 300,000 bytes), ids written
   twice; ids in sub-records pointed at no object, null, or another object's id;
-- any format: truncation, bit flips, inserted and deleted bytes.
+- any format (the only ones for .mlpd): truncation, bit flips, inserted and deleted bytes.
 
 The oracle (:func:`run_case`): the reader returns a valid graph or raises :class:`FormatError`,
 nothing else; a case marked *corrupt* (definitely malformed: a truncated file, a flipped bit under a
@@ -61,7 +61,7 @@ from heapdb.loader.formats.snapbin.layout import CHUNK_FIELDS, CHUNK_HEADER, FIL
 from heapgen.hprof_writer import HprofWriter
 from heapgen.seeds import SAMPLE_ROOTS, dump_text, random_dump, sample_objects, small, small_snapshot, traced_snapshot
 
-FORMATS = ("v8", "luau", "snapbin", "hprof")
+FORMATS = ("v8", "luau", "snapbin", "hprof", "mlpd")
 
 MEMORY_MULTIPLE = MAX_EXPANSION + 64  # snap.bin may inflate MAX_EXPANSION x; the rest is working space
 MEMORY_FLOOR = 160 << 20  # the V8 reader's 8 MiB window, snap.bin's 64 MiB decompression floor, numpy temporaries
@@ -133,6 +133,12 @@ def seeds(fmt: str) -> tuple[bytes, ...]:
         out_hprof.append(random_dump(random.Random(3), 4, True)[0])
         return tuple(out_hprof)
     import tempfile
+
+    if fmt == "mlpd":  # a real run of Mono's log profiler: two heapshots, every event a runtime writes
+        from heapgen.mlpd import heapshots
+
+        with tempfile.TemporaryDirectory() as tmp:
+            return (heapshots(Path(tmp), 5, 7).read_bytes(),)
 
     from heapdb.loader.formats import luau, snapbin, v8
 
@@ -791,16 +797,34 @@ def _hprof_mutation(seed: bytes, rng: random.Random) -> tuple[bytes, str, bool]:
     return rng.choice(HPROF_MUTATIONS)(_parse_hprof(seed), rng)
 
 
+# -- .mlpd --------------------------------------------------------------------------------------------
+
+
+@cache
+def _mlpd_buffer_ends(data: bytes) -> frozenset[int]:
+    """Where the header and each buffer of an .mlpd file end (the file's layout: docs/format.md)."""
+    at = 38  # the fixed header, then three length-prefixed strings
+    for _ in range(3):
+        at += 4 + struct.unpack_from("<I", data, at)[0]
+    ends = {at}
+    while at + 48 <= len(data):
+        at += 48 + struct.unpack_from("<I", data, at + 4)[0]
+        ends.add(at)
+    return frozenset(ends)
+
+
 # -- cases and the oracle -------------------------------------------------------------------------
 
 
 def make_case(fmt: str, rng: random.Random) -> Case:
     """One mutated input of ``fmt``: a structure-aware mutation or a byte-level one."""
     seed = rng.choice(seeds(fmt))
-    if rng.random() < 0.35:
+    if rng.random() < 0.35 or fmt == "mlpd":
         data, mutation, corrupt = rng.choice(BYTE_MUTATIONS)(seed, rng)
         # Under checksums any single changed byte is caught; in JSON only a truncation is certain.
         corrupt = corrupt or (fmt == "snapbin" and data != seed and not mutation.startswith("insert"))
+        if fmt == "mlpd" and len(data) in _mlpd_buffer_ends(seed):
+            corrupt = False  # cut between two buffers: a shorter log (it has no trailer), maybe still whole
     elif fmt == "snapbin":
         data, mutation, corrupt = _snapbin_mutation(seed, rng)
     elif fmt == "hprof":
@@ -824,6 +848,10 @@ def readers(fmt: str) -> list[Callable[[Path], Any]]:
         from heapdb.loader.formats import hprof
 
         return [hprof.read_graph]
+    if fmt == "mlpd":
+        from heapdb.loader.formats import mlpd
+
+        return [mlpd.read_graph]
     return [snapbin.read_graph]
 
 

@@ -79,8 +79,21 @@ SYNTHETIC_KIND = "synthetic"
 # always applies, with rules or without; `[[transient]]` rules (docs/rules.md) add objects to it,
 # and V8's default rules list it as the group `v8-transient-roots` for a team to see and extend.
 TRANSIENT_ROOT_GROUPS = frozenset(
-    {"(Handle scope)", "(Strong roots)", "(Relocatable)", "(Compilation cache)", "(Write barrier)", "(Debugger)"}
+    {
+        "(Handle scope)",
+        "(Strong roots)",
+        "(Relocatable)",
+        "(Compilation cache)",
+        "(Write barrier)",
+        "(Debugger)",
+        # .NET's objects waiting for their finalizer (snap.bin root kind "finalizer queue"): already
+        # unreachable from the program, alive only until the finalizer thread gets to them.
+        "(finalizer queue roots)",
+    }
 )
+# snap.bin root kinds whose roots do not keep their objects alive: read as weak edges from their
+# "(<kind> roots)" node (.NET's weak GC handles, which heapdb's Mono profiler module writes).
+WEAK_ROOT_KINDS = frozenset({"weak handle"})
 
 
 def root_kind_node_name(kind: str) -> str:

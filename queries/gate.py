@@ -39,7 +39,7 @@ from heapdb.loader.store import Snapshot, gate_runs
 from heapdb.loader.store import signatures as history_store
 from heapdb.queries import params
 from heapdb.queries.base import SnapshotRef
-from heapdb.queries.gate_inspections import INSPECTION_KINDS, NEW_AT_ONE, PATH_CHECKS, findings, rows
+from heapdb.queries.gate_inspections import CHECKS, findings, rows
 from heapdb.queries.inspected import InspectedQuestions
 from heapdb.queries.results import (
     GateFinding,
@@ -131,7 +131,7 @@ CHECK_OF_KIND = {
     "new-leak": "new-leaks",
     "growth": "growth",
     "suspect": "suspects",
-    **{kind: check for check, kind in INSPECTION_KINDS.items()},
+    **{c.kind: check for check, c in CHECKS.items()},
 }
 
 
@@ -237,7 +237,7 @@ class GateQuestions(InspectedQuestions, SuspectQuestions):
         note for each that a build's load did not compute."""
         found: list[GateFinding] = []
         notes: list[str] = []
-        for check in INSPECTION_KINDS:
+        for check in CHECKS:
             if check not in p.fail_on:
                 continue
             try:
@@ -328,7 +328,7 @@ class GateQuestions(InspectedQuestions, SuspectQuestions):
         wanted: dict[str, set[int]] = {}
         remembered = [(r["signature"].get("inspection"), r["signature"]["sig"]) for r in self._run("signatures")]
         for check, sig in [*((t.inspection, t.sig) for t in tracked), *remembered]:
-            if check in INSPECTION_KINDS:
+            if check in CHECKS:
                 wanted.setdefault(check, set()).add(sig)
         if not wanted:
             return []
@@ -351,7 +351,7 @@ class GateQuestions(InspectedQuestions, SuspectQuestions):
                 for sig in sigs:
                     h = held.get(sig)
                     size, objects = (h.size, h.objects) if h is not None else (0, 0)
-                    present = objects > 0 if check in NEW_AT_ONE else size >= noise
+                    present = objects > 0 if CHECKS[check].new_at_one else size >= noise
                     found.append(history_store.Observed(sig, build, size, objects, present))
         return found
 
@@ -425,7 +425,7 @@ def _observed_in(kind: str) -> str | None:
     """The inspection check whose rows hold a finding of ``kind``'s signature; None where it is a
     retainer path's (the paths' findings, and detached DOM's, held by a path)."""
     check = CHECK_OF_KIND[kind]
-    return check if check in INSPECTION_KINDS and check not in PATH_CHECKS else None
+    return check if check in CHECKS and not CHECKS[check].path_rows else None
 
 
 def _no_signature(signature: int) -> NotFound:

@@ -31,7 +31,7 @@ Each compares what the loads kept (the 100 largest rows of each inspection, of e
 and of the globals, 50 groups of lifecycle leaks, every collection type), so a row below that cut
 in the baseline counts as absent there. Each finding carries a signature
 (:func:`inspection_signature`; detached DOM its path's), the same in every build that has the row,
-by which the gate remembers it across builds. Pure: the answers come in, findings go out.
+by which the gate remembers it across builds. Pure: the answers come in, findings go out; :data:`CHECKS` says how each is asked.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from heapdb.loader.inspections import dom, fill, held, lifecycles, objects, react, react_hooks, strings
 from heapdb.loader.inspections.dom import DetachedDom
 from heapdb.loader.inspections.fill import CollectionFill
 from heapdb.loader.inspections.held import CATEGORIES, TITLES
@@ -51,24 +52,9 @@ from heapdb.loader.inspections.objects import DuplicateObjects
 from heapdb.loader.inspections.react import UnmountedFibers
 from heapdb.loader.inspections.react_hooks import ComponentHooks
 from heapdb.loader.inspections.strings import DuplicateStrings
+from heapdb.queries import params
 from heapdb.queries.results import GateFinding, ObjectRef
 
-# What each inspection check's findings are called (GateFinding.kind), by the check's name.
-INSPECTION_KINDS = {
-    "duplicate-strings": "duplicate-string",
-    "detached-dom": "detached-dom",
-    "unmounted-components": "unmounted-component",
-    "duplicate-objects": "duplicate-object",
-    "collection-fill": "collection-fill",
-    "lifecycle-leaks": "lifecycle-leak",
-    "held": "held",
-    "global-variables": "global-variable",
-    "react-hooks": "component-memory",
-}
-# The checks where one object more is the leak, whatever its bytes: its first row fails.
-NEW_AT_ONE = ("unmounted-components", "lifecycle-leaks")
-# The checks whose rows are retainer paths, their signature the path's (remembered by its :PathGroup).
-PATH_CHECKS = ("detached-dom",)
 _MASK63 = (1 << 63) - 1
 
 
@@ -166,22 +152,42 @@ def _hooks(answer: ComponentHooks) -> Iterable[Held]:
         yield Held(r.component, r.component, r.component, r.instances, r.retained_size, r.example_id or None)
 
 
-_ROWS: dict[str, Callable[[Any], Iterable[Held]]] = {
-    "duplicate-strings": _strings,
-    "detached-dom": _dom,
-    "unmounted-components": _components,
-    "duplicate-objects": _objects,
-    "collection-fill": _fill,
-    "lifecycle-leaks": _lifecycles,
-    "held": _held,
-    "global-variables": _globals,
-    "react-hooks": _hooks,
+@dataclass(frozen=True)
+class Check:
+    """One inspection check: what its findings are called (``GateFinding.kind``), how its stored
+    answer is asked (the question's method and its parameters: every row the load kept) and turned
+    into rows, and how a row counts as there."""
+
+    kind: str
+    question: str  # the method of heapdb.queries.single.SnapshotQuestions that reads the stored answer
+    asked: params.Params
+    rows: Callable[[Any], Iterable[Held]]
+    new_at_one: bool = False  # one object more is the leak, whatever its bytes: its first row fails
+    path_rows: bool = False  # its rows are retainer paths, their signature the path's (a :PathGroup)
+
+
+# Every inspection check by name, in the order the gate and `diff --by inspection` report them.
+# ``held`` and ``global-variables`` read one stored answer: the holders' groups and the globals.
+CHECKS: dict[str, Check] = {
+    "duplicate-strings": Check("duplicate-string", "strings", params.Strings(limit=strings.KEPT), _strings),
+    "detached-dom": Check("detached-dom", "dom", params.Dom(limit=dom.KEPT), _dom, path_rows=True),
+    "unmounted-components": Check(
+        "unmounted-component", "react", params.React(limit=react.KEPT), _components, new_at_one=True
+    ),
+    "duplicate-objects": Check("duplicate-object", "dup_objects", params.DupObjects(limit=objects.KEPT), _objects),
+    "collection-fill": Check("collection-fill", "fill", params.Fill(limit=fill.KEPT), _fill),
+    "lifecycle-leaks": Check(
+        "lifecycle-leak", "lifecycles", params.Lifecycles(limit=lifecycles.KEPT), _lifecycles, new_at_one=True
+    ),
+    "held": Check("held", "held", params.Held(limit=held.KEPT), _held),
+    "global-variables": Check("global-variable", "held", params.Held(limit=held.KEPT), _globals),
+    "react-hooks": Check("component-memory", "react_hooks", params.ReactHooks(limit=react_hooks.KEPT), _hooks),
 }
 
 
 def rows(check: str, answer: Any) -> dict[int, Held]:
     """The rows of ``check``'s stored ``answer`` by their leak signature (see :class:`Held`)."""
-    return {signature_of(check, h): h for h in _ROWS[check](answer)}
+    return {signature_of(check, h): h for h in CHECKS[check].rows(answer)}
 
 
 def signature_of(check: str, held: Held) -> int:
@@ -203,7 +209,7 @@ def findings(
     candidate's ``after`` (each its inspection's stored answer), largest first."""
     # A component or lifecycle leak is one object more (its group present at all); the others are
     # bytes past the floor.
-    at_one = check in NEW_AT_ONE
+    at_one = CHECKS[check].new_at_one
     had = rows(check, before)
     found = []
     for sig, h in rows(check, after).items():
@@ -216,7 +222,7 @@ def findings(
             continue
         found.append(
             GateFinding(
-                kind=INSPECTION_KINDS[check],
+                kind=CHECKS[check].kind,
                 signature=sig,
                 path=h.path,
                 hops=list(h.hops or (h.path,)),

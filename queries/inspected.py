@@ -15,10 +15,8 @@ from __future__ import annotations
 from typing import Any
 
 from heapdb.errors import NotComputed
-from heapdb.loader.inspections import dom, fill, held, lifecycles, objects, react, react_hooks, strings
 from heapdb.loader.store import Snapshot
-from heapdb.queries import params
-from heapdb.queries.gate_inspections import INSPECTION_KINDS, rows
+from heapdb.queries.gate_inspections import CHECKS, rows
 from heapdb.queries.lifecycle import LifecycleQuestions
 from heapdb.queries.results import Change, Diff
 from heapdb.queries.single import SnapshotQuestions
@@ -28,23 +26,8 @@ class InspectedQuestions(SnapshotQuestions, LifecycleQuestions):
     def stored_inspection(self, check: str, snapshot: Snapshot) -> Any:
         """The stored answer of the inspection behind the gate's ``check`` (every row its load
         kept); :class:`NotComputed` where the load did not compute it."""
-        if check == "duplicate-strings":
-            return self.strings(snapshot, params.Strings(limit=strings.KEPT))
-        if check == "detached-dom":
-            return self.dom(snapshot, params.Dom(limit=dom.KEPT))
-        if check == "unmounted-components":
-            return self.react(snapshot, params.React(limit=react.KEPT))
-        if check == "duplicate-objects":
-            return self.dup_objects(snapshot, params.DupObjects(limit=objects.KEPT))
-        if check == "collection-fill":
-            return self.fill(snapshot, params.Fill(limit=fill.KEPT))
-        if check == "lifecycle-leaks":
-            return self.lifecycles(snapshot, params.Lifecycles(limit=lifecycles.KEPT))
-        if check in ("held", "global-variables"):  # one stored answer: the holders' groups and the globals
-            return self.held(snapshot, params.Held(limit=held.KEPT))
-        if check == "react-hooks":
-            return self.react_hooks(snapshot, params.ReactHooks(limit=react_hooks.KEPT))
-        raise KeyError(check)
+        check_ = CHECKS[check]
+        return getattr(self, check_.question)(snapshot, check_.asked)
 
     def diff_inspections(self, old: Snapshot, new: Snapshot, limit: int) -> Diff:
         """Per inspection row (a duplicated content, a detached-DOM path, a component, a collection
@@ -57,7 +40,7 @@ class InspectedQuestions(SnapshotQuestions, LifecycleQuestions):
         compute is named in the notes."""
         changes: list[Change] = []
         notes: list[str] = []
-        for check in INSPECTION_KINDS:
+        for check in CHECKS:
             try:
                 answers = (self.stored_inspection(check, old), self.stored_inspection(check, new))
             except NotComputed as e:

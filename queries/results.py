@@ -431,7 +431,7 @@ class GateFinding:
     """One reason a candidate build may fail the gate: a leak signature new in it, a path that grew
     past the threshold, or a leak suspect type the baseline did not have."""
 
-    kind: str  # "new-leak", "growth", "suspect", or an inspection's (gate_inspections.INSPECTION_KINDS)
+    kind: str  # "new-leak", "growth", "suspect", or an inspection's (gate_inspections.CHECKS)
     # The retainer path's signature (None for a suspect type); an inspection row's, its own
     # (heapdb.queries.gate_inspections.signature_of)
     signature: int | None

@@ -22,6 +22,16 @@ if [ "$fast" = false ]; then
   command -v chromium >/dev/null || missing+=(chromium)
   # VisualVM's heap library (a jar, used headless) is the hprof tests' independent oracle.
   [ -f /usr/share/visualvm/visualvm/modules/org-graalvm-visualvm-lib-jfluid-heap.jar ] || missing+=(visualvm)
+  # Mono 6.8 runs the .NET test programs: the runtime, the C# compiler, the profiler headers that
+  # heapdb's profiler module is built against, and zlib's headers for its checksums.
+  command -v mono >/dev/null || missing+=(mono-runtime)
+  command -v mcs >/dev/null || missing+=(mono-mcs)
+  pkg-config --exists mono-2 2>/dev/null || missing+=(mono-devel)
+  [ -f /usr/include/zlib.h ] || missing+=(zlib1g-dev)
+  # Mono's own log profiler (heapshots in .mlpd files) and its report tool, mprof-report: the
+  # independent oracle for heapdb's profiler module and .mlpd reader.
+  [ -f /usr/lib/libmono-profiler-log.so ] || missing+=(libmono-profiler)
+  command -v mprof-report >/dev/null || missing+=(mono-utils)
 fi
 command -v dot >/dev/null || missing+=(graphviz)
 if ! command -v python3 >/dev/null; then
@@ -69,3 +79,8 @@ log "resolving Neo4j from Maven Central (cached in ~/.m2)"
 .venv/bin/python -m heapdb.neo4j_server resolve
 log "building heapdb's Neo4j plugin (cached in ~/.cache/heapdb)"
 .venv/bin/heapdb neo4j plugin >/dev/null
+
+# 5. heapdb's Mono profiler module (C, against mono-devel) and Heapdb.dll, built like the plugin:
+#    once per source, into ~/.cache/heapdb/mono (tests/test_mono.py runs programs under it).
+log "building heapdb's Mono profiler module (cached in ~/.cache/heapdb)"
+.venv/bin/heapdb mono build >/dev/null

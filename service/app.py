@@ -60,6 +60,7 @@ from heapdb.service import (
     rule_routes,
     warmup,
 )
+from heapdb.service.pressure import IN_FLIGHT
 from heapdb.service.question_routes import add_question_routes
 
 
@@ -205,6 +206,7 @@ class Guard:
             await send(message)
 
         scoped = access.using(caller) if caller is not None else None
+        IN_FLIGHT.count += 1  # how busy the service is, for the loads it runs (pressure.py)
         try:
             await self.app(scope, receive, send_tracked)
         except Exception as e:
@@ -212,6 +214,7 @@ class Guard:
                 raise
             await JSONResponse({"error": f"internal error: {type(e).__name__}"}, status_code=500)(scope, receive, send)
         finally:
+            IN_FLIGHT.count -= 1
             if scoped is not None:
                 access.done(scoped)
 

@@ -38,12 +38,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from heapdb import settings
 from heapdb.db import Database
 from heapdb.errors import LoadError, NotFound
 from heapdb.loader.redaction import required
 from heapdb.loader.store import lifecycle
 from heapdb.processes import pid_alive
 from heapdb.progress import PROGRESS_FILE_VARIABLE
+from heapdb.service.pressure import Pressure
 
 QUEUED = "queued"
 RUNNING = ("reading", "analysing", "writing objects", "references")
@@ -221,6 +223,7 @@ class JobRunner:
         self._cancelled: set[str] = set()
         self._stopping = False
         self._started = float("inf")  # when start() ran (time.time()): spool files since are this service's
+        self._pressure: Pressure | None = None  # from start(): how busy the service is, for its loads
 
     # Files of a job in the spool directory; all removed when the job ends.
     def snapshot_file(self, job_id: str) -> Path:
@@ -239,6 +242,7 @@ class JobRunner:
         self.spool.mkdir(parents=True, exist_ok=True)
         self._started = time.time()
         self._pool = ThreadPoolExecutor(self.loads, thread_name_prefix="heapdb-load")
+        self._pressure = Pressure()
         threading.Thread(target=self._recover_until_done, name="heapdb-job-recovery", daemon=True).start()
 
     def _recover_until_done(self) -> None:
@@ -339,6 +343,8 @@ class JobRunner:
             self._kill_after_grace(child)
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
+        if self._pressure is not None:
+            self._pressure.close()
 
     def _run(self, job_id: str) -> None:
         try:
@@ -362,7 +368,12 @@ class JobRunner:
         for key, value in job.meta.items():
             command += ["--meta", f"{key}={value}"]
         progress = self.spool / f"{job_id}.progress"
-        env = {**os.environ, **self._database().connection.environment(), PROGRESS_FILE_VARIABLE: str(progress)}
+        env = {
+            **os.environ,
+            **self._database().connection.environment(),
+            PROGRESS_FILE_VARIABLE: str(progress),
+            **({} if self._pressure is None else {settings.BUSY_FILE.name: str(self._pressure.file)}),
+        }
         log, out = self.spool / f"{job_id}.log", self.spool / f"{job_id}.out"
         with open(log, "wb") as log_file, open(out, "wb") as out_file:
             with self._lock:
@@ -373,7 +384,8 @@ class JobRunner:
                 child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out_file, stderr=log_file, env=env)
                 self._children[job_id] = child
             self.store.update(job_id, {"pid": child.pid})
-            self._follow(job_id, child, progress)
+            with self._pressure.running() if self._pressure is not None else contextlib.nullcontext():
+                self._follow(job_id, child, progress)
         with self._lock:
             self._children.pop(job_id, None)
             cancelled = job_id in self._cancelled

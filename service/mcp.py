@@ -46,7 +46,7 @@ from heapdb.service.answer_pages import Pages, to_json
 from heapdb.service.app import DatabaseHandle
 
 INSTRUCTIONS = """\
-heapdb keeps heap snapshots (V8, Luau, Java hprof, snap.bin) in Neo4j with dominators and retained
+heapdb keeps heap snapshots (V8, Luau, Java hprof, Mono .mlpd, snap.bin) in Neo4j with dominators and retained
 sizes computed, and answers questions about them. Start with `snapshots` to learn the tags.
 To find a leak from three snapshots of one process (before, during, after the suspect action):
 `leaks`, then `why` on a cluster's `why` object to see the chain of references keeping it alive.

@@ -17,8 +17,9 @@ import re
 import secrets
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 from urllib.parse import parse_qs, urlencode
 
 import anyio.to_thread
@@ -44,7 +45,6 @@ from heapdb.service import links, trees
 from heapdb.service.links import JSON_SUFFIX, LOGIN, page_path
 from heapdb.units import human_bytes
 
-T = TypeVar("T")
 # The pages' routes by the names this module's callers know them by.
 SNAPSHOTS = links.HOME_PAGE
 SNAPSHOT = links.SNAPSHOT_PAGE
@@ -181,37 +181,9 @@ def add_pages(
         ask = questions()
         found = ask.snapshot(tag)
         types = ask.types(found, p)
-        try:
-            strings, strings_note = ask.strings(found, params.Strings(limit=WASTE_ROWS)), None
-        except NotComputed as e:  # the page still answers; the section says why it is empty
-            strings, strings_note = None, str(e)
-        detached, detached_note, components, components_note, holding = None, None, None, None, None
-        by_component = None
-        if shows_dom(found.format):  # other formats' pages say nothing of a DOM
-            try:
-                detached = ask.dom(found, params.Dom(limit=WASTE_ROWS))
-            except NotComputed as e:
-                detached_note = str(e)
-            try:
-                components = ask.react(found, params.React(limit=WASTE_ROWS))
-            except NotComputed as e:
-                components_note = str(e)
-            by_component = _shown(lambda: ask.react_hooks(found, params.ReactHooks(limit=WASTE_ROWS)))
-            holding = _shown(lambda: ask.stale(found, params.Stale(limit=WASTE_ROWS)))
         data = {
             "snapshot": found.as_dict(),
-            "strings": strings,
-            "strings_note": strings_note,
-            "dom": detached,
-            "dom_note": detached_note,
-            "react": components,
-            "react_note": components_note,
-            "react_hooks": by_component,
-            "stale": holding,
-            **_dup_objects_of(ask, found),
-            "fill": _shown(lambda: ask.fill(found, params.Fill(limit=WASTE_ROWS))),
-            "held": _shown(lambda: ask.held(found, params.Held(limit=WASTE_ROWS))),
-            "lifecycles": _shown(lambda: ask.lifecycles(found, params.Lifecycles(limit=WASTE_ROWS))),
+            **{k: v for section in SECTIONS for k, v in section.shown(ask, found).items()},
             # A pruned snapshot has no objects to rank: its page shows the types and a notice.
             "top": [] if found.summary else ask.top(found, params.Top(limit=TOP_ROWS)),
             "suspects": None if found.summary else ask.suspects(found, params.Suspects()),
@@ -416,20 +388,43 @@ def error_page(request: Request, status: int, message: str, retry_after: int | N
     return HTMLResponse(html, status_code=status, headers=headers)
 
 
-def _shown(answer: Callable[[], T]) -> T | None:
-    """An inspection for the snapshot page, or None where it was not computed (or is still being
-    worked out): the page then says nothing of it (a format without what it needs, a snapshot stored
-    before it existed), as each section shows only what there is."""
-    try:
-        return answer()
-    except NotComputed:
-        return None
+def _every(_format: str | None) -> bool:
+    return True
 
 
-def _dup_objects_of(ask: Questions, found: Snapshot) -> dict[str, Any]:
-    """The duplicate objects for the snapshot page (``dup_objects``), or why they are missing
-    (``dup_objects_note``) where the format has them; a format without them says nothing."""
-    try:
-        return {"dup_objects": ask.dup_objects(found, params.DupObjects(limit=WASTE_ROWS)), "dup_objects_note": None}
-    except NotComputed as e:
-        return {"dup_objects": None, "dup_objects_note": str(e) if shows_objects(found.format) else None}
+@dataclass(frozen=True)
+class Section:
+    """One inspection on the snapshot page: the page data's key (its JSON twin's too), the question
+    and parameters that answer it, the formats whose pages ask it, and those whose pages say why it
+    is empty (``KEY_note``) where it was not computed or is still being worked out. Elsewhere an
+    inspection that is not there leaves its section out (a snapshot stored before it existed, a
+    format without what it needs), as each section shows only what there is."""
+
+    key: str
+    question: str  # the method of heapdb.queries.questions.Questions
+    asked: params.Params
+    asked_for: Callable[[str | None], bool] = _every
+    noted_for: Callable[[str | None], bool] | None = None  # None: never a note
+
+    def shown(self, ask: Questions, found: Snapshot) -> dict[str, Any]:
+        answer, note = None, None
+        if self.asked_for(found.format):
+            try:
+                answer = getattr(ask, self.question)(found, self.asked)
+            except NotComputed as e:
+                note = str(e) if self.noted_for is not None and self.noted_for(found.format) else None
+        return {self.key: answer} if self.noted_for is None else {self.key: answer, f"{self.key}_note": note}
+
+
+# The snapshot page's inspections, in the order snapshot.html shows them.
+SECTIONS = (
+    Section("strings", "strings", params.Strings(limit=WASTE_ROWS), noted_for=_every),
+    Section("dom", "dom", params.Dom(limit=WASTE_ROWS), asked_for=shows_dom, noted_for=_every),
+    Section("react", "react", params.React(limit=WASTE_ROWS), asked_for=shows_dom, noted_for=_every),
+    Section("react_hooks", "react_hooks", params.ReactHooks(limit=WASTE_ROWS), asked_for=shows_dom),
+    Section("stale", "stale", params.Stale(limit=WASTE_ROWS), asked_for=shows_dom),
+    Section("dup_objects", "dup_objects", params.DupObjects(limit=WASTE_ROWS), noted_for=shows_objects),
+    Section("fill", "fill", params.Fill(limit=WASTE_ROWS)),
+    Section("held", "held", params.Held(limit=WASTE_ROWS)),
+    Section("lifecycles", "lifecycles", params.Lifecycles(limit=WASTE_ROWS)),
+)

@@ -1,6 +1,9 @@
 """An upload streamed to a file: decompressed on the way (gzip, zstd), counted against the size
-limit, its format sniffed from its first bytes. Memory stays bounded whatever the upload's size or
-compression ratio: each piece of compressed input yields at most a few MiB of output at a time."""
+limit, its format sniffed from its first bytes, and a snap.bin checked chunk by chunk as it arrives
+(:class:`~heapdb.loader.formats.snapbin.stream.StreamCheck`), so a corrupted or cut-off one is
+refused at once. Memory stays bounded whatever the upload's size or compression ratio: each piece
+of compressed input yields at most a few MiB of output at a time. ``heapdb receive`` spools a
+socket's stream with it too."""
 
 from __future__ import annotations
 
@@ -8,12 +11,16 @@ import shutil
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from heapdb.errors import FormatError, NoSpace, UnsupportedEncoding, UploadError, UploadTooLarge
 from heapdb.units import human_bytes
 
+if TYPE_CHECKING:
+    from heapdb.loader.formats.snapbin.stream import StreamCheck
+
 GZIP_OUTPUT = 4 << 20  # bytes of output per call into zlib
+READ_BACK = 1 << 20  # bytes of the spool file read back at a time, to check what came before its format was known
 ZSTD_INPUT = 1024  # compressed bytes per call into zstd: at most 128 KiB of output per 4 bytes of input
 ENCODINGS = ("identity", "gzip", "zstd")
 _MEDIA_ENCODINGS = {"application/gzip": "gzip", "application/x-gzip": "gzip", "application/zstd": "zstd"}
@@ -130,12 +137,15 @@ def decoder(encoding: str) -> Decoder:
 
 class Spooler:
     """Writes one upload to ``path``; :meth:`finish` checks it is whole and a snapshot, and returns
-    its format. On any error the caller calls :meth:`discard`, which leaves nothing behind."""
+    its format. On any error the caller calls :meth:`discard`, which leaves nothing behind. Errors
+    call it ``name``."""
 
-    def __init__(self, path: Path, encoding: str, limit: int, reserve: int = 0) -> None:
+    def __init__(self, path: Path, encoding: str, limit: int, reserve: int = 0, name: str = "the upload") -> None:
         from heapdb.loader.formats import SNIFF_BYTES
 
         self.path = path
+        self.name = name
+        self._check: StreamCheck | None = None  # once the upload sniffs as snap.bin
         self.encoding = encoding
         self.limit = limit
         self.reserve = reserve  # free bytes to leave on the disk (HEAPDB_MIN_FREE_BYTES)
@@ -161,13 +171,15 @@ class Spooler:
         if self.stored > self.limit:
             raise self._too_large()
         self._file.write(piece)
-        if self.format is None and self.stored >= self._sniff_at:
+        if self._check is not None:
+            self._check.feed(piece)
+        elif self.format is None and self.stored >= self._sniff_at:
             self._sniff()
 
     def _too_large(self) -> UploadTooLarge:
         said = "decompressed, " if self.stored > self.limit and self.encoding != "identity" else ""
         return UploadTooLarge(
-            f"the upload is {said}larger than the service's limit of {human_bytes(self.limit)} "
+            f"{self.name} is {said}larger than the limit of {human_bytes(self.limit)} "
             f"({self.limit:,} bytes, HEAPDB_MAX_UPLOAD_BYTES)"
         )
 
@@ -178,17 +190,26 @@ class Spooler:
         try:
             self.format = formats.detect(self.path).name
         except FormatError as e:
-            raise UploadError(f"the upload is not a snapshot heapdb reads: {e.problem}") from None
+            raise UploadError(f"{self.name} is not a snapshot heapdb reads: {e.problem}") from None
+        if self.format == formats.SNAPBIN.name:  # checked from here on as it arrives; first what is in
+            from heapdb.loader.formats.snapbin.stream import StreamCheck
+
+            self._check = StreamCheck(self.name)
+            with open(self.path, "rb") as f:
+                while head := f.read(READ_BACK):
+                    self._check.feed(head)
 
     def finish(self) -> str:
         if not self._decoder.complete():
             raise UploadError(
-                f"the {self.encoding} stream ends early: the upload was cut off after {self.received:,} bytes"
+                f"the {self.encoding} stream ends early: {self.name} was cut off after {self.received:,} bytes"
             )
         if self.stored == 0:
-            raise UploadError("the upload is empty: send the snapshot file as the request body")
+            raise UploadError(f"{self.name} is empty: it ended before the first byte of a snapshot")
         if self.format is None:
             self._sniff()
+        if self._check is not None:
+            self._check.finish()
         self._file.close()
         assert self.format is not None
         return self.format

@@ -40,8 +40,8 @@ def test_an_unknown_file_names_every_format_it_expected(tmp_path: Path) -> None:
     with pytest.raises(FormatError) as e:
         formats.detect(path)
     assert e.value.problem == (
-        "not a snapshot heapdb knows (expected snap.bin magic, a V8 .heapsnapshot, a Luau heap dump "
-        "or a Java hprof heap dump)"
+        "not a snapshot heapdb knows (expected snap.bin magic, a V8 .heapsnapshot, a Luau heap dump, "
+        "a Java hprof heap dump or a Mono log-profiler .mlpd file)"
     )
 
 

@@ -9,6 +9,7 @@ import gzip
 import os
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -28,7 +29,9 @@ from heapdb.cli import main
 from heapdb.db import Database
 from heapdb.errors import NotFound
 from heapdb.loader import store
+from heapdb.loader.formats import snapbin
 from heapdb.loader.formats.snapbin.from_graph import write_graph
+from heapdb.loader.formats.snapbin.layout import CHUNK_FIELDS, FILE_HEADER
 from heapdb.neo4j_server import free_port
 from heapdb.processes import pid_alive
 from heapdb.service import jobs
@@ -232,8 +235,11 @@ def test_bad_uploads_get_a_clear_4xx_and_leave_nothing(
 ) -> None:
     raw = small_snapshot.read_bytes()
     tag = unique_tag("bad")
-    # A zip bomb: a few KB sent, more than the limit once decompressed.
-    bomb = zstandard.ZstdCompressor().compress(raw[:4096] + b"\0" * LIMIT)
+    # A zip bomb: a few KB sent, more than the limit once decompressed. A snap.bin as far as the
+    # limit (checked as it arrives): one chunk of a kind to skip, as long as the limit.
+    skipped = CHUNK_FIELDS.pack(100, 0, 0, 0, LIMIT, LIMIT, 0)
+    skipped += struct.pack("<I", zlib.crc32(skipped))
+    bomb = zstandard.ZstdCompressor().compress(raw[: FILE_HEADER.size] + skipped + b"\0" * LIMIT)
     gz = gzip.compress(raw)
     cases: list[tuple[str, Any, str, dict[str, str], int, str]] = [
         ("garbage", os.urandom(100_000), "identity", {}, 422, "not a snapshot"),
@@ -274,10 +280,11 @@ def test_a_taken_tag_is_refused_before_the_body(
 
 
 def test_a_truncated_snapshot_fails_its_job_with_the_readers_error(
-    service: ServiceProcess, database: Database, small_snapshot: Path
+    service: ServiceProcess, database: Database, small_snapshot: Path, leak_snapshots: dict[str, Path]
 ) -> None:
-    """It looks like a snapshot (its head sniffs), so it is taken; reading it fails, nothing shows."""
-    raw = small_snapshot.read_bytes()
+    """It looks like a snapshot (its head sniffs), so it is taken; reading it fails, nothing shows.
+    (A V8 snapshot: a snap.bin is checked as it arrives, and a cut one refused at once, below.)"""
+    raw = leak_snapshots["baseline"].read_bytes()
     tag = unique_tag("truncated")
     with service.client() as client:
         response = upload(client, tag, raw[: len(raw) // 2])
@@ -294,10 +301,10 @@ def test_a_truncated_snapshot_fails_its_job_with_the_readers_error(
 
 
 def test_push_says_why_a_load_failed_and_exits_non_zero(
-    service: ServiceProcess, small_snapshot: Path, tmp_path: Path
+    service: ServiceProcess, leak_snapshots: dict[str, Path], tmp_path: Path
 ) -> None:
-    cut = tmp_path / "cut.bin"
-    cut.write_bytes(small_snapshot.read_bytes()[:5000])
+    cut = tmp_path / "cut.heapsnapshot"
+    cut.write_bytes(leak_snapshots["baseline"].read_bytes()[:5000])  # sniffs as V8; its load fails
     result = CliRunner().invoke(
         main, ["push", str(cut), "--tag", unique_tag("cut"), "--server", service.url, "--token", WRITE, "--wait"]
     )
@@ -410,13 +417,14 @@ def test_a_service_killed_mid_load_fails_the_job_at_restart(
 
 @pytest.mark.slow
 def test_the_services_memory_stays_bounded_while_a_big_upload_streams(
-    database: Database, small_snapshot: Path, tmp_path: Path
+    database: Database, leak_snapshots: dict[str, Path], tmp_path: Path
 ) -> None:
     """600 MB streamed from disk: the service's peak RSS stays far below the file's size."""
     size = 600 << 20
     big = tmp_path / "big-upload.bin"
     with open(big, "wb") as f:
-        f.write(small_snapshot.read_bytes()[:4096])  # sniffs as a snap.bin; what follows is not one
+        # Sniffs as V8 (whose upload is not checked as it arrives, unlike a snap.bin); what follows is not one.
+        f.write(leak_snapshots["baseline"].read_bytes()[:4096])
         f.truncate(size)
     service = ServiceProcess(tmp_path / "spool", tmp_path / "service.log", HEAPDB_MAX_UPLOAD_BYTES=str(size)).start()
     tag = unique_tag("rss")
@@ -435,6 +443,53 @@ def test_the_services_memory_stays_bounded_while_a_big_upload_streams(
         assert spool_files(service) == []
     finally:
         service.stop()
+
+
+def test_a_snapbin_streams_in_as_a_chunked_body_and_a_cut_or_bad_one_is_refused_at_once(
+    service: ServiceProcess, database: Database, small_snapshot: Path
+) -> None:
+    """What a producer does while it writes: a chunked body (no Content-Length), a piece at a time.
+    One cut off before its trailer, or with a corrupted chunk, is refused (422) as it arrives, its
+    error naming the byte, the chunk and the bytes received; one whose sender dies mid-body leaves
+    nothing either."""
+    raw = small_snapshot.read_bytes()
+
+    def pieces(data: bytes, then: Exception | None = None) -> Iterator[bytes]:
+        for start in range(0, len(data), 1000):
+            yield data[start : start + 1000]
+        if then is not None:
+            raise then
+
+    tag = unique_tag("chunked")
+    corrupt = bytearray(raw)
+    corrupt[len(raw) // 2] ^= 0x40
+    with service.client() as client:
+        streamed = upload(client, tag, pieces(raw))
+        assert streamed.status_code == 202, streamed.text
+        assert streamed.request.headers["transfer-encoding"] == "chunked"
+        done = wait_for_phase(client, streamed.json()["id"], jobs.ENDED)
+        assert done["phase"] == "done", done.get("error")
+        assert store.get_snapshot(database, tag).object_count == done["report"]["objects"]
+        bad = unique_tag("chunked-bad")
+        cut = len(raw) // 2
+        # Where the file reader puts the chunk that holds the middle byte: the error names it.
+        chunk = max(r.offset for r in snapbin.iter_records(small_snapshot) if 0 < r.offset <= cut)
+        errors = []
+        for content, at, says in (
+            (pieces(raw[:cut]), chunk, f"the stream ends inside the payload ({cut - chunk - 32:,} of "),
+            (pieces(bytes(corrupt)), chunk + 32, "chunk payload checksum mismatch (corrupted)"),  # its payload
+        ):
+            response = upload(client, bad, content)
+            assert response.status_code == 422, response.text
+            errors.append(response.json()["error"])
+            assert says in errors[-1] and errors[-1].startswith(f"the upload at byte {at}, chunk #"), errors[-1]
+            assert spool_files(service) == []
+        assert f"after {cut:,} bytes" in errors[0]
+        with pytest.raises(RuntimeError, match="the producer died"):
+            upload(client, bad, pieces(raw[:cut], RuntimeError("the producer died")))
+        wait_until(lambda: spool_files(service) == [], 30, "the cut-off upload's spool file to go")
+        assert client.get("/api/jobs", params={"tag": bad}).json() == []
+    assert not visible(database, bad)
 
 
 def test_decoders_bound_their_output_and_notice_a_cut(tmp_path: Path) -> None:

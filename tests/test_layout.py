@@ -38,6 +38,7 @@ STAGES = {
     "heapdb.loader.values": 1,  # the primitive values the graph carries
     "heapdb.loader.formats": 1,  # files <-> arrays
     "heapdb.capture": 1,  # a Python heap -> a snap.bin file
+    "heapdb.mono": 1,  # a .NET heap (Mono's profiler module, built from C) -> a snap.bin file
     "heapdb.loader.analysis": 2,
     "heapdb.loader.rules": 2,  # rule files -> per-reference weights and per-object buckets the analysis takes
     "heapdb.loader.paths": 2,

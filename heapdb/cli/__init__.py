@@ -61,6 +61,10 @@ OTHER_COMMANDS: dict[str, tuple[str, str]] = {
         "Read a snapshot, compute dominators, retained sizes and distances, and store it in Neo4j.",
     ),
     "mcp": ("heapdb.cli.mcp_cmd", "Serve heapdb's questions as Model Context Protocol tools, for agents."),
+    "mono": (
+        "heapdb.cli.mono_cmd",
+        "heapdb's Mono profiler module: captures a .NET heap (Mono 6.8) as snap.bin.",
+    ),
     "neo4j": (
         "heapdb.cli.neo4j_cmd",
         "The Neo4j that heapdb installs and runs itself (Community 5.26 LTS from Maven Central).",
@@ -90,6 +94,10 @@ OTHER_COMMANDS: dict[str, tuple[str, str]] = {
     "reanalyze": (
         "heapdb.cli.reanalyze_cmd",
         "Analyse a loaded snapshot TAG again (under other rules, or none) from what the database holds.",
+    ),
+    "receive": (
+        "heapdb.cli.receive_cmd",
+        "Take a snapshot streamed over a socket as its producer writes it, and load it as `heapdb load` does.",
     ),
     "rebuild": (
         "heapdb.cli.rebuild_cmd",

@@ -21,9 +21,11 @@ from heapdb.cli.steps import (
     rules_options,
 )
 from heapdb.errors import LoadError
+from heapdb.processes import lower_priority
 from heapdb.units import human_bytes
 
 if TYPE_CHECKING:
+    from heapdb.cli.steps import RulesChoice
     from heapdb.loader.store import Snapshot
 
 
@@ -70,8 +72,8 @@ def load(
 ) -> None:
     """Read a snapshot, compute dominators, retained sizes and distances, and store it in Neo4j.
 
-    FILE is a V8 .heapsnapshot, a Luau heap dump, a Java hprof heap dump (HotSpot or Android) or a
-    snap.bin (detected from its content). Until the load completes, queries do not see the snapshot;
+    FILE is a V8 .heapsnapshot, a Luau heap dump, a Java hprof heap dump (HotSpot or Android), a
+    Mono log-profiler .mlpd file or a snap.bin (detected from its content). Until the load completes, queries do not see the snapshot;
     an interrupted load leaves nothing visible: it is listed as failed (`heapdb snapshots --all`,
     with why) and cleaned up in the background; the next load of the tag or `heapdb drop` removes
     the marker.
@@ -91,15 +93,54 @@ def load(
     values are replaced by their length and a keyed hash before anything is written; duplicate
     strings still answer (docs/rules.md, Redaction).
     """
-    from heapdb.loader import store
     from heapdb.loader.store.lifecycle import check_tag
 
     command_started = time.monotonic()
+    lower_priority()
     check_tag(tag)  # at once, not after reading and analysing the file
     refuse_groups_without_rules(rules, disabled)
     extra = {key: values[-1] for key, values in key_values(meta, "--meta").items()}
     # The rules are read and checked first: a bad rule file fails before a long read of the snapshot.
     choice = choose_rules(rules, disabled_groups=disabled, connect=db.connect)
+    store_file(
+        file,
+        tag,
+        choice=choice,
+        replace=replace,
+        meta=extra,
+        source=os.path.abspath(file) if source is None else source,
+        batch_size=batch_size,
+        writer=writer,
+        redact=redact,
+        only_redacted=only_redacted,
+        as_json=as_json,
+        command_started=command_started,
+    )
+
+
+def store_file(
+    file: str,
+    tag: str,
+    *,
+    choice: RulesChoice | None,
+    replace: bool,
+    meta: dict[str, str],
+    source: str,
+    batch_size: int,
+    writer: str,
+    redact: bool,
+    only_redacted: bool,
+    as_json: bool,
+    command_started: float,
+    before: dict[str, float] | None = None,
+) -> None:
+    """What `heapdb load` does once its options are checked (and `heapdb receive` with each stream it
+    spooled): read ``file``, analyse it under ``choice``'s rules, store it as ``tag`` and print the
+    report. ``source`` is what the snapshot shows as its source; ``command_started``
+    (``time.monotonic()``) when the command began, for the time to the first answer; ``before``, the
+    seconds of the command's phases before the read, which the report lists first."""
+    from heapdb.loader import store
+
     started = time.monotonic()
     _, graph = read_with_progress(file)
     read_seconds = time.monotonic() - started
@@ -128,15 +169,15 @@ def load(
             data,
             tag,
             replace=replace,
-            meta=extra,
-            source=os.path.abspath(file) if source is None else source,
+            meta=meta,
+            source=source,
             batch_size=batch_size,
             writer=writer,
             say=_say,
             on_ready=ready,
             analysed_with=analysed_with,
         )
-    report.seconds = {"read": read_seconds, "analyse": analyse_seconds, **report.seconds}
+    report.seconds = {**(before or {}), "read": read_seconds, "analyse": analyse_seconds, **report.seconds}
     if as_json:
         click.echo(
             json.dumps(

@@ -12,6 +12,7 @@ from heapdb import db
 from heapdb.cli import main
 from heapdb.cli.options import write_options
 from heapdb.cli.steps import analyse_for_store, choose_rules, rules_options
+from heapdb.processes import lower_priority
 
 
 def _say(message: str) -> None:
@@ -38,6 +39,7 @@ def reanalyze(tag: str, rules: str, disabled: tuple[str, ...], batch_size: int, 
     from heapdb.loader import store
     from heapdb.loader.store.readback import read_back
 
+    lower_priority()
     # The rules are read and checked first: a bad rule file fails before the snapshot is read.
     choice = choose_rules(rules, disabled_groups=disabled, connect=db.connect)
     with db.connect() as database:

@@ -24,6 +24,7 @@ __all__ = [
     "FORMATS",
     "HPROF",
     "LUAU",
+    "MLPD",
     "SNAPBIN",
     "SNIFF_BYTES",
     "V8",
@@ -88,7 +89,16 @@ HPROF = Format(
     lifecycles=True,  # <class> and <super> references, and each instance's primitive fields
 )
 
-FORMATS = (SNAPBIN, V8, LUAU, HPROF)  # in the order detect tries them
+MLPD = Format(
+    name="mlpd",
+    reader="heapdb.loader.formats.mlpd",
+    described="a Mono log-profiler .mlpd file",
+    ids_are_addresses=True,  # objects are named by their addresses, which a moving GC changes
+    semantics=Semantics.GENERIC,
+    default_rules=None,  # heapdb has no .NET rule set yet
+)
+
+FORMATS = (SNAPBIN, V8, LUAU, HPROF, MLPD)  # in the order detect tries them
 
 
 def named(name: object) -> Format | None:

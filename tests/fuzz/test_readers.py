@@ -33,7 +33,7 @@ from heapgen.seeds import (
     small_snapshot,
 )
 
-EXAMPLES = {"v8": 600, "luau": 600, "snapbin": 600, "hprof": 600}  # about 3 s each
+EXAMPLES = {"v8": 600, "luau": 600, "snapbin": 600, "hprof": 600, "mlpd": 300}  # about 3 s each
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

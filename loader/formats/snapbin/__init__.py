@@ -7,6 +7,8 @@ one job per module, in the order the bytes flow:
 - :mod:`.records`: the records a file is made of, one per chunk;
 - :mod:`.reader`: :func:`iter_records` reads a file chunk by chunk with bounded memory, checking
   every chunk;
+- :mod:`.stream`: :class:`~.stream.StreamCheck` checks a stream's chunks as its bytes arrive, with
+  the reader's checks and in constant memory (``heapdb receive``, the service's uploads);
 - :mod:`.assemble`: :func:`read_graph` turns the records into a :class:`HeapGraph`, resolving the
   (arbitrary, sparse, possibly forward) object ids through :mod:`.ids`, a numba hash index;
 - :mod:`.writer`: :class:`SnapbinWriter` streams a snapshot out with memory independent of the

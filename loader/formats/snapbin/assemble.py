@@ -21,7 +21,7 @@ from heapdb.loader.formats import SNAPBIN
 from heapdb.loader.formats.snapbin.layout import MAJOR, MAX_NODE_KINDS, MetaValue
 from heapdb.loader.formats.snapbin.reader import iter_records
 from heapdb.loader.formats.snapbin.records import Header, Metadata, ObjectNames, Objects, Record, Roots, Strings, Types
-from heapdb.loader.graph import ROOT_NAME, SYNTHETIC_KIND, EdgeKind, HeapGraph, root_kind_node_name
+from heapdb.loader.graph import ROOT_NAME, SYNTHETIC_KIND, WEAK_ROOT_KINDS, EdgeKind, HeapGraph, root_kind_node_name
 
 if TYPE_CHECKING:
     from heapdb.loader.formats.snapbin.ids import IdIndex
@@ -130,6 +130,10 @@ class _Accumulator:
         edge_name[m : m + k] = np.arange(k)
         self._resolve(index, root_target[by_group], edge_to[m + k :], lambda j: self._where_root(int(by_group[j])))
         edge_kind[m + k :] = int(EdgeKind.PROPERTY)
+        # Weak root kinds (a weak GC handle) name their objects without keeping them alive.
+        weak_group = np.array([kind in WEAK_ROOT_KINDS for kind in group_kinds], dtype=bool)
+        if weak_group.any():
+            edge_kind[m + k :][weak_group[group[by_group]]] = int(EdgeKind.WEAK)
         edge_name[m + k :] = _cat([r.name for r in self.roots], np.uint32)[by_group]
         edge_start[n + 1] = m + k
         edge_start[n + 2 :] = m + k + np.cumsum(np.bincount(group, minlength=k))

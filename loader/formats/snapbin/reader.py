@@ -3,7 +3,9 @@
 Memory is bounded by the largest chunk. Each chunk's header and payload checksums, lengths and
 columns are checked, and every string or type index against the tables defined before it; the
 trailer's counts against what was read. Global checks (duplicate ids, dangling references) need the
-whole file and are the assembler's (:mod:`~heapdb.loader.formats.snapbin.assemble`).
+whole file and are the assembler's (:mod:`~heapdb.loader.formats.snapbin.assemble`). The checks of
+the framing (:class:`ChunkChecks`) take bytes already read, so that a stream checked as it arrives
+(:mod:`~heapdb.loader.formats.snapbin.stream`) fails as a file would.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import re
 import struct
 import zlib
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, BinaryIO
 
 import numpy as np
@@ -92,33 +95,41 @@ def iter_records(path: str | os.PathLike[str], on_bytes: ByteProgress | None = N
         yield from _ChunkReader(path, f, size, on_bytes).records()
 
 
-class _ChunkReader:
-    def __init__(self, path: str | os.PathLike[str], f: BinaryIO, size: int, on_bytes: ByteProgress | None):
-        self.path, self.f, self.size, self.on_bytes = path, f, size, on_bytes
+@dataclass(frozen=True)
+class ChunkHead:
+    """A chunk header whose checksum was checked: what follows it, and how to name the chunk."""
+
+    offset: int  # of the header, in the file or stream
+    label: str  # "chunk #3 (objects)"
+    kind: int
+    codec: int
+    flags: int
+    count: int
+    stored: int
+    raw: int
+    payload_crc: int
+
+    @property
+    def body_at(self) -> int:
+        return self.offset + CHUNK_HEADER.size
+
+
+class ChunkChecks:
+    """The checks of a file's framing, each on bytes already read: the file header, a chunk header,
+    a payload's checksum, an unknown kind, the total expansion. :func:`iter_records` reads a file
+    through them; :class:`~heapdb.loader.formats.snapbin.stream.StreamCheck` a stream as it
+    arrives, whose size (``size`` None) is what has arrived so far."""
+
+    def __init__(self, path: str | os.PathLike[str], size: int | None) -> None:
+        self.path, self.size = path, size
         self.totals = Totals()
         self.minor = 0
-        # Payload bytes the chunks may declare in all, once decompressed (see layout.MAX_EXPANSION).
-        self.budget = MAX_EXPANSION * size + MAX_EXPANSION_FLOOR
+        self.declared = 0  # decompressed payload bytes the chunks declared so far (layout.MAX_EXPANSION)
 
     def fail(self, problem: str, offset: int, record: str | None = None) -> FormatError:
         return FormatError(self.path, problem, offset=offset, record=record)
 
-    def records(self) -> Iterator[Record]:
-        self._read_file_header()
-        yield Header(0, -1, MAJOR, self.minor)
-        offset = FILE_HEADER.size
-        while True:
-            if offset == self.size:
-                raise self.fail("the file ends before the trailer chunk (truncated?)", offset)
-            record, offset = self._read_chunk(offset)
-            yield record
-            if isinstance(record, Trailer):
-                if offset != self.size:
-                    raise self.fail(f"{self.size - offset} unexpected bytes after the trailer chunk", offset)
-                return
-
-    def _read_file_header(self) -> None:
-        head = self.f.read(FILE_HEADER.size)
+    def file_header(self, head: bytes) -> None:
         if not head:
             raise self.fail("the file is empty (expected the snap.bin header)", 0)
         if not head.startswith(MAGIC) and not MAGIC.startswith(head):
@@ -136,65 +147,107 @@ class _ChunkReader:
         if zlib.crc32(head[: FILE_FIELDS.size]) != crc:
             raise self.fail("file header checksum mismatch (corrupted header)", 0)
         self.minor = minor
+
+    def chunk_header(self, head: bytes, offset: int) -> ChunkHead:
+        """The chunk header ``head`` (all its bytes) at ``offset``, its checksum checked."""
+        kind, codec, flags, count, stored, raw, payload_crc, header_crc = CHUNK_HEADER.unpack(head)
+        if zlib.crc32(head[: CHUNK_FIELDS.size]) != header_crc:
+            raise self.fail("chunk header checksum mismatch (corrupted)", offset, f"chunk #{self.totals.chunks}")
+        label = f"chunk #{self.totals.chunks} ({KIND_NAMES.get(kind, f'kind {kind}')})"
+        return ChunkHead(offset, label, kind, codec, flags, count, stored, raw, payload_crc)
+
+    def payload(self, h: ChunkHead, crc: int) -> bool:
+        """Check the payload's checksum ``crc`` and count the chunk; whether its kind is known (an
+        unknown one is skipped unless critical)."""
+        if crc != h.payload_crc:
+            raise self.fail("chunk payload checksum mismatch (corrupted)", h.body_at, h.label)
+        self.totals.chunks += 1
+        if h.kind in KIND_NAMES:
+            return True
+        if h.flags & FLAG_CRITICAL:
+            raise self.fail(
+                f"chunk kind {h.kind} is marked critical but unknown to this reader "
+                f"(file version 1.{self.minor}, reader 1.{MINOR})",
+                h.offset,
+                h.label,
+            )
+        return False
+
+    def expansion(self, h: ChunkHead) -> None:
+        """Count a known chunk's decompressed bytes against the limits, before it is decompressed."""
+        if h.raw > MAX_PAYLOAD:
+            raise self.fail(f"the chunk declares {h.raw} bytes, above the {MAX_PAYLOAD}-byte limit", h.offset, h.label)
+        # A stream's limit grows with the bytes received through this chunk: what a file cut after
+        # it would have, so no prefix of a stream inflates more than a file of its size may.
+        size = h.body_at + h.stored if self.size is None else self.size
+        budget = MAX_EXPANSION * size + MAX_EXPANSION_FLOOR - self.declared
+        if h.raw > budget:
+            of = f"the file's {size}" if self.size is not None else f"the {size} bytes received through this chunk"
+            raise self.fail(
+                f"the chunk declares {h.raw} decompressed bytes, but only {budget} remain of the limit for "
+                f"all chunks together ({MAX_EXPANSION} x {of} bytes + {MAX_EXPANSION_FLOOR}); "
+                "a decompression bomb?",
+                h.offset,
+                h.label,
+            )
+        self.declared += h.raw
+
+
+class _ChunkReader(ChunkChecks):
+    def __init__(self, path: str | os.PathLike[str], f: BinaryIO, size: int, on_bytes: ByteProgress | None):
+        super().__init__(path, size)
+        self.f, self.on_bytes = f, on_bytes
+        self.size: int = size
+
+    def records(self) -> Iterator[Record]:
+        self._read_file_header()
+        yield Header(0, -1, MAJOR, self.minor)
+        offset = FILE_HEADER.size
+        while True:
+            if offset == self.size:
+                raise self.fail("the file ends before the trailer chunk (truncated?)", offset)
+            record, offset = self._read_chunk(offset)
+            yield record
+            if isinstance(record, Trailer):
+                if offset != self.size:
+                    raise self.fail(f"{self.size - offset} unexpected bytes after the trailer chunk", offset)
+                return
+
+    def _read_file_header(self) -> None:
+        self.file_header(self.f.read(FILE_HEADER.size))
         if self.on_bytes:
             self.on_bytes(FILE_HEADER.size)
 
     def _read_chunk(self, offset: int) -> tuple[Record, int]:
         t = self.totals
-        label = f"chunk #{t.chunks}"
         if self.size - offset < CHUNK_HEADER.size:
             raise self.fail(
                 f"the file ends inside a chunk header ({self.size - offset} of {CHUNK_HEADER.size} bytes; truncated?)",
                 offset,
-                label,
+                f"chunk #{t.chunks}",
             )
-        head = self.f.read(CHUNK_HEADER.size)
-        kind, codec, flags, count, stored, raw, payload_crc, header_crc = CHUNK_HEADER.unpack(head)
-        if zlib.crc32(head[: CHUNK_FIELDS.size]) != header_crc:
-            raise self.fail("chunk header checksum mismatch (corrupted)", offset, label)
-        kind_name = KIND_NAMES.get(kind, f"kind {kind}")
-        label = f"chunk #{t.chunks} ({kind_name})"
-        body_at = offset + CHUNK_HEADER.size
-        if stored > self.size - body_at:
+        h = self.chunk_header(self.f.read(CHUNK_HEADER.size), offset)
+        if h.stored > self.size - h.body_at:
             raise self.fail(
-                f"the chunk declares {stored} payload bytes but only {self.size - body_at} remain (truncated?)",
+                f"the chunk declares {h.stored} payload bytes but only {self.size - h.body_at} remain (truncated?)",
                 offset,
-                label,
+                h.label,
             )
-        payload = self.f.read(stored)
-        if len(payload) != stored:
-            raise self.fail("the file shrank while being read", body_at, label)
-        if zlib.crc32(payload) != payload_crc:
-            raise self.fail("chunk payload checksum mismatch (corrupted)", body_at, label)
-        end = body_at + stored
+        payload = self.f.read(h.stored)
+        if len(payload) != h.stored:
+            raise self.fail("the file shrank while being read", h.body_at, h.label)
+        index = t.chunks
+        known = self.payload(h, zlib.crc32(payload))
+        end = h.body_at + h.stored
         if self.on_bytes:
             self.on_bytes(end - offset)
-        index = t.chunks
-        t.chunks += 1
-        if kind not in KIND_NAMES:
-            if flags & FLAG_CRITICAL:
-                raise self.fail(
-                    f"chunk kind {kind} is marked critical but unknown to this reader "
-                    f"(file version 1.{self.minor}, reader 1.{MINOR})",
-                    offset,
-                    label,
-                )
-            return Unknown(offset, index, kind, stored), end
-        data = self._decode(codec, payload, raw, offset, label)
-        return self._parse(kind, count, data, offset, index, label), end
+        if not known:
+            return Unknown(offset, index, h.kind, h.stored), end
+        self.expansion(h)
+        data = self._decode(h.codec, payload, h.raw, offset, h.label)
+        return self._parse(h.kind, h.count, data, offset, index, h.label), end
 
     def _decode(self, codec: int, payload: bytes, raw: int, offset: int, label: str) -> bytes:
-        if raw > MAX_PAYLOAD:
-            raise self.fail(f"the chunk declares {raw} bytes, above the {MAX_PAYLOAD}-byte limit", offset, label)
-        if raw > self.budget:
-            raise self.fail(
-                f"the chunk declares {raw} decompressed bytes, but only {self.budget} remain of the limit for "
-                f"all chunks together ({MAX_EXPANSION} x the file's {self.size} bytes + {MAX_EXPANSION_FLOOR}); "
-                "a decompression bomb?",
-                offset,
-                label,
-            )
-        self.budget -= raw
         if codec == CODEC_NONE:
             if raw != len(payload):
                 raise self.fail(f"uncompressed chunk: raw length {raw} != stored length {len(payload)}", offset, label)
