@@ -25,7 +25,7 @@ from heapdb.loader import analysis
 from heapdb.loader.formats import detect
 from heapdb.loader.formats import read_graph as read_any
 from heapdb.loader.formats.mlpd import read_graph
-from heapdb.loader.graph import EdgeKind, HeapGraph
+from heapdb.loader.graph import EdgeKind, HeapGraph, root_kind_node_name
 from heapgen.mlpd import NAMESPACE, compile_program, heapshots, log_profile
 
 REQUESTS, ENTRIES = 37, 53  # what the program makes: its arguments
@@ -219,3 +219,9 @@ def test_heapdb_s_module_and_the_log_profiler_agree_on_the_same_heap(tmp_path: P
         counts = [per_class(graph) for graph in (theirs, ours)]
         assert counts[0] == counts[1]
         assert counts[1][0][f"{NAMESPACE}.Request"] == REQUESTS
+        # and file the roots of the statics and of sgen's strong handle tables under the same kinds
+        kinds = [
+            {graph.node_name(int(i)) for i in graph.edge_to[graph.out_edges(graph.root)]} for graph in (theirs, ours)
+        ]
+        for kind in ("static", "strong handle"):
+            assert root_kind_node_name(kind) in kinds[0] & kinds[1]

@@ -58,7 +58,7 @@ at such an address).
   object's start, header included, as Mono's field offsets count). Field names would need the
   classes' layouts, which the log profiler does not write;
 - roots: each root's kind is the ``MonoGCRootSource`` of the root area its address lies in
-  (``static``, ``stack``, ``gc handle``, ``domain``, ``finalizer queue``...; ``unregistered`` for
+  (``static``, ``stack``, ``strong handle``, ``domain``, ``finalizer queue``...; ``unregistered`` for
   an address in no area registered at the heapshot's start), and its edge from ``(<kind> roots)``
   (:attr:`EdgeKind.PROPERTY`) is named by the area's description, or for a class's static fields
   ``CLASS statics`` (``Demo.Holder statics``: the area's key is the class's vtable).
@@ -108,6 +108,7 @@ from heapdb.loader.formats.mlpd.layout import (
     H_REFS,
     H_START,
     H_THREAD,
+    HANDLE_TABLES,
     HEADER_FIXED,
     KIND_ARRAY,
     KIND_OBJECT,
@@ -117,6 +118,7 @@ from heapdb.loader.formats.mlpd.layout import (
     NODE_KINDS,
     R_COLS,
     ROOT_SOURCES,
+    SOURCE_GC_HANDLE,
     SOURCE_STATIC,
     ST_BUFFERS,
     ST_CLASSES,
@@ -461,6 +463,15 @@ class _Reader:
         distinct, inverse = np.unique(offsets, return_inverse=True)
         return np.asarray([intern(f"+{o}") for o in distinct.tolist()], dtype=np.uint32)[inverse.reshape(-1)]
 
+    def _area_kind(self, source: int, description: bytes) -> int:
+        """The root kind of an area: its source's, a GC handle table's own kind where its name says
+        it, and UNKNOWN_SOURCE for a source past the enum."""
+        if source == SOURCE_GC_HANDLE:
+            for word, kind in HANDLE_TABLES.items():
+                if word.encode() in description:
+                    return self._kinds.index(kind)
+        return min(source, len(ROOT_SOURCES))
+
     def _root_areas(
         self, registers: np.ndarray, at: int, address: np.ndarray, statics: dict[int, str]
     ) -> tuple[np.ndarray, np.ndarray]:
@@ -475,13 +486,14 @@ class _Reader:
                 live.pop(start, None)
             else:
                 live[start] = (size, source, key, d_at, d_end)
-        self._kinds = [*ROOT_SOURCES, UNKNOWN_SOURCE, UNREGISTERED]
+        self._kinds = [*ROOT_SOURCES, UNKNOWN_SOURCE, UNREGISTERED, *HANDLE_TABLES.values()]
         self._labels = list(self._kinds)  # a root in an area without a description is labelled by its kind
         starts = np.asarray(sorted(live), dtype=np.int64)
         ends = np.asarray([s + live[s][0] for s in starts.tolist()], dtype=np.int64)
         area_kind = np.asarray(
-            [min(live[s][1], len(ROOT_SOURCES)) for s in starts.tolist()], dtype=np.int64
-        )  # a source past the enum: UNKNOWN_SOURCE
+            [self._area_kind(live[s][1], self.buf[live[s][3] : live[s][4]].tobytes()) for s in starts.tolist()],
+            dtype=np.int64,
+        )
         area_label = []
         for s in starts.tolist():
             _, source, key, d_at, d_end = live[s]
@@ -492,8 +504,9 @@ class _Reader:
             if text:
                 self._labels.append(text)
         area_label_arr = np.asarray(area_label, dtype=np.int64)
-        kind = np.full(len(address), len(self._kinds) - 1, dtype=np.int64)
-        label = np.full(len(address), len(self._kinds) - 1, dtype=np.int64)
+        outside = self._kinds.index(UNREGISTERED)  # the kind and label of a root in no area
+        kind = np.full(len(address), outside, dtype=np.int64)
+        label = np.full(len(address), outside, dtype=np.int64)
         if len(starts) and len(address):
             i = np.searchsorted(starts, address, side="right") - 1
             inside = (i >= 0) & (address < ends[np.maximum(i, 0)])

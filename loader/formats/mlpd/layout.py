@@ -38,7 +38,7 @@ ROOT_SOURCES = (
     "static",
     "thread static",
     "context static",
-    "gc handle",
+    "handle",  # a GC handle table; sgen's say in their names which kind (HANDLE_TABLES)
     "jit",
     "threading",
     "domain",
@@ -46,7 +46,7 @@ ROOT_SOURCES = (
     "marshal",
     "thread pool",
     "debugger",
-    "handle",
+    "runtime handle",
     "ephemeron",
     "toggleref",
 )
@@ -94,6 +94,11 @@ V_PTR, V_CLASS = range(2)  # vtables: MonoVTable*, its MonoClass*
 R_TIME, R_START, R_SIZE, R_SOURCE, R_KEY, R_DESC_AT, R_DESC_END = range(7)
 R_COLS = 7
 SOURCE_STATIC = 3  # MONO_ROOT_SOURCE_STATIC: its key is the MonoVTable* of the class whose statics these are
+SOURCE_GC_HANDLE = 6  # MONO_ROOT_SOURCE_GC_HANDLE
+# The root kinds of sgen's strong GC handle tables, by a word of the table's name ("GC Handle Bucket
+# (SGen, Normal)"): the names heapdb's Mono profiler module gives the same roots (heapdb/mono/profiler.c).
+# Weak handles are never roots of a heapshot.
+HANDLE_TABLES = {"Normal": "strong handle", "Pinned": "pinned handle"}
 E_BUF, E_AT, E_TIME, E_COUNT = range(4)  # root events: buffer, where the root count is, time, roots
 # heapshots: the thread that walked the heap, its start and end (event times; end -1 while open),
 # the buffer and position of its first event after HEAP_START and of its HEAP_END, what it holds
