@@ -19,5 +19,6 @@ GateCheck = Literal[
     "held",
     "global-variables",
     "react-hooks",
+    "owners",
 ]
 GATE_CHECKS: tuple[str, ...] = get_args(GateCheck)

@@ -539,6 +539,28 @@ QUESTIONS: tuple[Question, ...] = (
         lists=("globals",),
     ),
     Question(
+        "owners",
+        SNAPSHOT,
+        "Who owns the memory: per npm package and script file (V8), package and class loader (Java), memory "
+        "category and script (Luau), namespace (.NET), package and module (Python), package and library (Dart), "
+        "each owner's objects, self size and retained size, largest first (the Dart SDK's owners, MAT's "
+        "dominator tree by package).",
+        ask="owners",
+        params="Owners",
+        text="heapdb.loader.owners.table:owners_text",
+        route="/owners",
+        help="Worked out at load, without rules: an object's owner is its program structure's (a closure's "
+        "script, a class's package, a Luau category), else its nearest dominator's that has one; what several "
+        "owners' objects reach goes to @shared, what none reaches to @unknown. Bucket rules name owners first. "
+        "`heapdb analyze FILE --owners` lists the same from a file; `heapdb diff A B --by owner` compares two "
+        '(docs/analysis.md, "Who owns the memory").',
+        agent="Each level (`level`) lists owners largest first: `objects` and `self_size` (each byte one owner's: "
+        "a level's self sizes add up to the heap) and `retained_size` (what its outermost objects keep alive; an "
+        "owner's objects may hold another's). `example_id` is the member retaining most: pass it to `why`. "
+        "Compare builds with `diff` by owner.",
+        lists=("levels",),
+    ),
+    Question(
         "fill",
         SNAPSHOT,
         "Empty, sparse and low-fill collections: per collection type how many are empty and how full they are "

@@ -16,6 +16,8 @@ A format without columns (Luau) leaves them at -1: ``file:line``.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,6 +36,21 @@ def position_text(script: str, line: int, column: int) -> str:
     if column < 0:
         return f"{script}:{line + 1}"
     return f"{script}:{line + 1}:{column + 1}"
+
+
+_POSITION = re.compile(r"^(?P<script>.*?)(?::(?P<line>\d+)(?::(?P<column>\d+))?)?$", re.DOTALL)
+
+
+_UNNAMED = re.compile(r"<script (?P<id>\d+)>|<unknown script>")
+
+
+def parse_position(text: str) -> tuple[str, int, int]:
+    """:func:`position_text` read back: (script, 0-based line, 0-based column; -1 where absent).
+    The numbers are taken from the end, so a script's own colons (a URL's port) stay in its name."""
+    found = _POSITION.match(text)
+    assert found is not None  # the pattern matches any text
+    line, column = found["line"], found["column"]
+    return found["script"], int(line) - 1 if line else -1, int(column) - 1 if column else -1
 
 
 def script_text(strings: list[str], script: int, script_id: int) -> str:
@@ -64,6 +81,21 @@ class SourceLocations:
             raise ValueError("locations are not in ascending node order, each node once")
         if k and (self.script.min() < -1 or self.script.max() >= string_count):
             raise ValueError("a location's script is not a string index")
+
+    @classmethod
+    def from_texts(cls, nodes: list[int], texts: list[str], intern: Callable[[str], int]) -> SourceLocations:
+        """The locations stored as ``file:line:column`` texts (``nodes`` ascending, each once), the
+        scripts interned with ``intern``; script ids are not stored, so they come back unknown."""
+        parsed = [parse_position(t) for t in texts]
+        # A script without a name was stored as its id (script_text): it comes back unnamed.
+        unnamed = [_UNNAMED.fullmatch(p[0]) for p in parsed]
+        return cls(
+            node=np.array(nodes, dtype=np.int32),
+            script_id=np.array([int(u["id"]) if u and u["id"] else -1 for u in unnamed], dtype=np.int32),
+            script=np.array([-1 if u or not p[0] else intern(p[0]) for p, u in zip(parsed, unnamed)], dtype=np.int32),
+            line=np.array([p[1] for p in parsed], dtype=np.int32),
+            column=np.array([p[2] for p in parsed], dtype=np.int32),
+        )
 
     def text(self, strings: list[str], node: int) -> str | None:
         """Node ``node``'s location as ``file:line:column``, None when it has none."""

@@ -30,7 +30,7 @@ class BrowseQuestions(SnapshotQuestions):
         """A page of the objects of ``p.type``, sorted by ``p.sort`` and filtered, with how many pass
         the filters: from the type's stored listing in process where it can (every order, the name
         and what is new since another snapshot), else looked up object by object (stored query
-        ``instances``: detachedness and buckets, and loads without the listing's figures)."""
+        ``instances``: detachedness, buckets and owners, and loads without the listing's figures)."""
         snapshot = self.snapshot(ref, all_objects=True)
         before = None if p.since is None else self.snapshot(p.since)  # an unknown tag: NotFound
         listing = self._listing(snapshot, p.type)
@@ -38,6 +38,7 @@ class BrowseQuestions(SnapshotQuestions):
             listing is not None
             and p.detached is None
             and p.bucket is None
+            and p.owner is None
             and (p.sort == "retained_size" or listing.self_sizes is not None)
             and (p.path is None or listing.path_sigs is not None)
         )

@@ -3,16 +3,18 @@ leaked (memlab's three snapshots), and what grew at every step."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
 
 from heapdb.errors import ParameterError
 from heapdb.loader.formats import named
+from heapdb.loader.owners.table import OwnerTable
 from heapdb.loader.store import Snapshot
-from heapdb.queries import leaks_by_id, params
+from heapdb.queries import leaks_by_id, missing, params
 from heapdb.queries.base import SnapshotRef
 from heapdb.queries.inspected import InspectedQuestions
 from heapdb.queries.matching import ObjectColumns, pair
@@ -69,8 +71,22 @@ def _diff_buckets(old: Snapshot, new: Snapshot, limit: int) -> Diff:
             f"bucket totals are stored; analyse them again under rules with buckets: {fix} "
             "(or load their files again with `heapdb load FILE --tag TAG --replace --rules RULES`)"
         )
-    before = {b["name"]: b for b in old.buckets}
-    after = {b["name"]: b for b in new.buckets}
+    return _diff_totals(old, new, "bucket", old.buckets, new.buckets, limit)
+
+
+def _diff_totals(
+    old: Snapshot,
+    new: Snapshot,
+    by: str,
+    rows_before: Iterable[dict[str, Any]],
+    rows_after: Iterable[dict[str, Any]],
+    limit: int,
+) -> Diff:
+    """Per named group (a bucket, an owner), the change of its objects, self size and retained
+    size, from totals each snapshot stores (so pruned snapshots answer too). A group only one
+    snapshot has counts 0 in the other; sorted as ``diff-types`` sorts."""
+    before = {b["name"]: b for b in rows_before}
+    after = {b["name"]: b for b in rows_after}
     names = list(dict.fromkeys([*after, *before]))
 
     def figure(side: dict[str, dict[str, Any]], name: str, key: str) -> int:
@@ -90,7 +106,7 @@ def _diff_buckets(old: Snapshot, new: Snapshot, limit: int) -> Diff:
         for name in names
     ]
     changes.sort(key=lambda c: (-c.size_delta, -c.count_delta, c.label))
-    return Diff(before=old.tag, after=new.tag, by="bucket", changes=changes[:limit])
+    return Diff(before=old.tag, after=new.tag, by=by, changes=changes[:limit])
 
 
 class CompareQuestions(InspectedQuestions):
@@ -107,6 +123,28 @@ class CompareQuestions(InspectedQuestions):
 
         return self._cached(old, ("diff", new.sid, p), compute)
 
+    def _diff_owners(self, old: Snapshot, new: Snapshot, p: params.Diff) -> Diff:
+        """Per owner of one level (``p.level``, default the first), from the owner tables each load
+        stored; both snapshots need that level."""
+        levels = []
+        for snapshot in (old, new):
+            _s, stored = self.stored(snapshot, "owners", missing.OWNERS)
+            table = OwnerTable.from_stored(snapshot.tag, stored)
+            level = table.level(p.level)
+            if level is None:
+                have = ", ".join(lv.level for lv in table.levels) or "none"
+                wanted = "any" if p.level is None else repr(p.level)
+                raise ParameterError(
+                    f"by owner: snapshot {snapshot.tag!r} has no {wanted} owner level (it has: {have})"
+                )
+            levels.append(level)
+        if levels[0].level != levels[1].level:
+            raise ParameterError(
+                f"by owner: {old.tag!r} is by {levels[0].level}, {new.tag!r} by {levels[1].level}; pick one with --level"
+            )
+        rows = [[asdict(r) for r in lv.rows] for lv in levels]
+        return _diff_totals(old, new, "owner", rows[0], rows[1], p.limit)
+
     def diff_groups(self, before: SnapshotRef, after: SnapshotRef, p: params.Diff = params.Diff()) -> Diff:
         """What changed per type, per retainer path, per bucket or per inspection row (``p.by``),
         largest growth first.
@@ -121,6 +159,8 @@ class CompareQuestions(InspectedQuestions):
         old, new = self.snapshot(before), self.snapshot(after)
         if p.by == "bucket":
             return _diff_buckets(old, new, p.limit)
+        if p.by == "owner":
+            return self._diff_owners(old, new, p)
         if p.by == "inspection":
             return self.diff_inspections(old, new, p.limit)
         rows = self._run(f"diff-{p.by}s", before=old.tag, after=new.tag, limit=p.limit)

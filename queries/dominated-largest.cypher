@@ -22,6 +22,6 @@ CALL (s, parent_id, min_size) {
   MATCH (c:Object {sid: s.sid, dom: parent_id})
   WHERE c.retained_size >= min_size
   WITH c ORDER BY c.retained_size DESC, c.id LIMIT $width
-  RETURN collect(c {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached, .verdict, .known_leak, .location, .allocated_at, .bucket, root: c:Root}) AS largest
+  RETURN collect(c {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached, .verdict, .known_leak, .location, .allocated_at, .bucket, .owner, root: c:Root}) AS largest
 }
 RETURN parent_id AS parent, children, largest

@@ -38,5 +38,5 @@ CALL (s, parent, cutoff) {
 }
 WITH parent.id AS parent_id, child ORDER BY child.retained_size DESC, child.id LIMIT $limit
 RETURN parent_id AS parent,
-       child {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached, .verdict, .known_leak, .location, .allocated_at, .bucket, root: child:Root} AS child
+       child {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached, .verdict, .known_leak, .location, .allocated_at, .bucket, .owner, root: child:Root} AS child
 ORDER BY child.retained_size DESC, child.id

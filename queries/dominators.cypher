@@ -12,4 +12,4 @@ MATCH (target:Object {sid: s.sid, id: $id})
 WHERE target.reachable
 WITH reduce(chain = [target], step IN range(1, target.distance) |
             chain + COLLECT { MATCH (d:Object {sid: s.sid, id: last(chain).dom}) RETURN d }) AS chain
-RETURN reverse([n IN chain | n {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached, .verdict, .known_leak, .location, .allocated_at, .bucket, root: n:Root}]) AS objects
+RETURN reverse([n IN chain | n {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached, .verdict, .known_leak, .location, .allocated_at, .bucket, .owner, root: n:Root}]) AS objects

@@ -11,6 +11,6 @@
 MATCH (s:Snapshot {tag: $tag, status: 'ready'})
 MATCH (o:Object {sid: s.sid})
 WHERE o.id IS NOT NULL AND o.type = $type AND o.name CONTAINS $name_contains
-RETURN o {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached, .verdict, .known_leak, .location, .allocated_at, .bucket, root: o:Root} AS object
+RETURN o {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached, .verdict, .known_leak, .location, .allocated_at, .bucket, .owner, root: o:Root} AS object
 ORDER BY o.retained_size DESC, o.id
 LIMIT $limit

@@ -26,6 +26,9 @@ from the inspections each load stored (docs/ci.md, "Inspections").
   least ``min_bytes`` new in the candidate, or grown by more than ``max_growth``.
 - ``react-hooks``: a React component (by its name) whose fibers retain at least ``min_bytes`` new in
   the candidate, or grown by more than ``max_growth``: memory by component, mounted or not.
+- ``owners``: an owner of the first level (an npm package, a Java package, a Luau category...; by
+  its name) whose objects retain at least ``min_bytes`` new in the candidate, or more than
+  ``max_growth`` more: one package's growth fails the build.
 
 Each compares what the loads kept (the 100 largest rows of each inspection, of each kind of holder
 and of the globals, 50 groups of lifecycle leaks, every collection type), so a row below that cut
@@ -52,6 +55,8 @@ from heapdb.loader.inspections.objects import DuplicateObjects
 from heapdb.loader.inspections.react import UnmountedFibers
 from heapdb.loader.inspections.react_hooks import ComponentHooks
 from heapdb.loader.inspections.strings import DuplicateStrings
+from heapdb.loader.owners import table as owner_table
+from heapdb.loader.owners.table import OTHERS, OwnerTable
 from heapdb.queries import params
 from heapdb.queries.results import GateFinding, ObjectRef
 
@@ -152,6 +157,15 @@ def _hooks(answer: ComponentHooks) -> Iterable[Held]:
         yield Held(r.component, r.component, r.component, r.instances, r.retained_size, r.example_id or None)
 
 
+def _owners(answer: OwnerTable) -> Iterable[Held]:
+    level = answer.level(None)
+    if level is None:
+        return
+    for r in level.rows:
+        if r.name != OTHERS:  # a sum of the owners past the cut: no one owner's
+            yield Held(r.name, f"[{level.level}] {r.name}", r.name, r.objects, r.retained_size, r.example_id)
+
+
 @dataclass(frozen=True)
 class Check:
     """One inspection check: what its findings are called (``GateFinding.kind``), how its stored
@@ -182,6 +196,7 @@ CHECKS: dict[str, Check] = {
     "held": Check("held", "held", params.Held(limit=held.KEPT), _held),
     "global-variables": Check("global-variable", "held", params.Held(limit=held.KEPT), _globals),
     "react-hooks": Check("component-memory", "react_hooks", params.ReactHooks(limit=react_hooks.KEPT), _hooks),
+    "owners": Check("owner-growth", "owners", params.Owners(limit=owner_table.KEPT), _owners),
 }
 
 

@@ -42,14 +42,26 @@ class Missing:
         return NotComputed(f"{self.subject} not computed for snapshot {tag!r}: {self.causes}; {fix}")
 
 
-def _reads_strings(format_name: str | None) -> bool:
-    declared = formats.named(format_name)
-    return declared is not None and declared.strings is not None
+def _declares(trait: str) -> Callable[[str | None], bool]:
+    """Whether a format (by name) declares the trait ``trait`` (a field of its Format, not None)."""
+
+    def declares(format_name: str | None) -> bool:
+        declared = formats.named(format_name)
+        return declared is not None and getattr(declared, trait) is not None
+
+    return declares
 
 
+OWNERS = Missing(
+    "owners were",
+    _declares("ownership"),
+    "{format} snapshots name no owners",
+    "it was stored by an older heapdb",
+    reanalyze="",
+)
 STRINGS = Missing(
     "duplicate strings were",
-    _reads_strings,
+    _declares("strings"),
     "heapdb does not read the strings of {format} snapshots",
     "it was stored by an older heapdb or reanalysed from the store, whose names are cut to 200 characters",
 )

@@ -14,16 +14,16 @@ CALL (o) {
   MATCH (holder)-[r:REF|WEAK_REF]->(o)
   WITH holder, r ORDER BY holder.distance, holder.id, r.name LIMIT $limit
   RETURN collect({reference: r {.kind, .name, weak: type(r) = 'WEAK_REF'},
-                  object: holder {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached, .verdict, .known_leak, .location, .allocated_at, .bucket, root: holder:Root}}) AS incoming
+                  object: holder {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached, .verdict, .known_leak, .location, .allocated_at, .bucket, .owner, root: holder:Root}}) AS incoming
 }
 CALL (o) {
   MATCH (o)-[r:REF|WEAK_REF]->(held)
   WITH held, r ORDER BY held.retained_size DESC, held.id, r.name LIMIT $limit
   RETURN collect({reference: r {.kind, .name, weak: type(r) = 'WEAK_REF'},
-                  object: held {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached, .verdict, .known_leak, .location, .allocated_at, .bucket, root: held:Root}}) AS outgoing
+                  object: held {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached, .verdict, .known_leak, .location, .allocated_at, .bucket, .owner, root: held:Root}}) AS outgoing
 }
 CALL (o) {
   RETURN COUNT { ()-[:REF|WEAK_REF]->(o) } AS incoming_count, COUNT { (o)-[:REF|WEAK_REF]->() } AS outgoing_count
 }
-RETURN o {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached, .verdict, .known_leak, .location, .allocated_at, .bucket, root: o:Root} AS object,
+RETURN o {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached, .verdict, .known_leak, .location, .allocated_at, .bucket, .owner, root: o:Root} AS object,
        incoming, outgoing, incoming_count, outgoing_count

@@ -27,6 +27,7 @@ from heapdb import settings
 from heapdb.errors import ParameterError
 from heapdb.gatecheck import GateCheck
 from heapdb.loader.inspections import collections, dom, fill, held, lifecycles, react, react_hooks, strings, unbound
+from heapdb.loader.owners import table as owner_table
 from heapdb.queries.ignoring import parse_all
 from heapdb.units import parse_threshold
 
@@ -114,6 +115,9 @@ class Instances(Params):
     name_contains: str = Field("", description="A text the object's name must contain (empty: any name).")
     detached: bool | None = Field(None, description="Only detached objects (true), or only attached ones (false).")
     bucket: str | None = Field(None, description="Only objects a bucket rule put in this bucket (owner).")
+    owner: str | None = Field(
+        None, description="Only objects of this owner (a package, category...: the first level of `owners`)."
+    )
     since: str | None = Field(
         None,
         min_length=1,
@@ -198,11 +202,12 @@ class Types(Params):
 
 class Diff(Params):
     stored = ("diff-types", "diff-paths")
-    by: Literal["type", "path", "object", "bucket", "inspection"] = Field(
+    by: Literal["type", "path", "object", "bucket", "owner", "inspection"] = Field(
         "type",
         description="Group objects by type, or by retainer path (both need no stable ids), "
         "or match them by id and type: new / survived / freed (ids must be stable), "
         "or by the buckets of the rules the snapshots were loaded under ([[bucket]] rules), "
+        "or by owner (package, file, category...: see `heapdb owners`; --level picks the level), "
         "or compare the stored inspections' rows (duplicated contents, detached DOM, components, "
         "collection types' unused capacity, lifecycle leaks, what listeners, the console and closures alone "
         "hold, global variables, memory by React component), as the gate does.",
@@ -210,6 +215,9 @@ class Diff(Params):
     limit: int = Field(50, ge=1, le=MAX_GROUP_LIMIT, description="Rows to show.")
     samples: int = Field(
         3, ge=0, le=MAX_SAMPLES, description="With by object: the largest new objects to list per type."
+    )
+    level: str | None = Field(
+        None, description="With by owner: the level of owners to compare (default: the first, package or category)."
     )
 
 
@@ -378,6 +386,21 @@ class Fill(Params):
         ge=1,
         le=fill.KEPT,
         description=f"How many collections (a load keeps the {fill.KEPT} whose unused capacity takes most bytes).",
+    )
+
+
+class Owners(Params):
+    level: str | None = Field(
+        None,
+        description="One level of owners: package or file (V8), package or class loader (Java), category or "
+        "script (Luau), namespace (.NET), package or module (Python), package or library (Dart); "
+        "default: every level.",
+    )
+    limit: int = Field(
+        20,
+        ge=1,
+        le=owner_table.KEPT,
+        description=f"How many owners per level (a load keeps the {owner_table.KEPT} largest of each).",
     )
 
 

@@ -39,6 +39,7 @@ PROPERTIES = (
     "location",
     "allocated_at",
     "bucket",
+    "owner",
 )
 
 # Fields that are no property of the object: the Cypher that computes each, for the variable `{0}`.

@@ -52,6 +52,7 @@ class ObjectInfo:
     location: str | None = None  # its script position, file:line:column (docs/data-model.md)
     allocated_at: str | None = None  # its allocation stack, innermost frame first, where recorded
     bucket: str | None = None  # the bucket (owner) a bucket rule put it in, on loads under rules
+    owner: str | None = None  # its owner at the first level (package, category...; heapdb.loader.owners)
 
     @classmethod
     def from_row(cls, row: dict[str, Any], root_id: int | None = None) -> ObjectInfo:
@@ -72,6 +73,7 @@ class ObjectInfo:
             location=row.get("location"),
             allocated_at=row.get("allocated_at"),
             bucket=row.get("bucket"),
+            owner=row.get("owner"),
         )
 
 

@@ -40,6 +40,6 @@ CALL (o) {
 CALL (sorted, listed) {
   UNWIND sorted + listed AS pair
   WITH pair[0] AS holder, pair[1] AS r
-  RETURN collect({reference: r {.kind, .name, weak: type(r) = 'WEAK_REF'}, object: holder {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached, .verdict, .known_leak, .location, .allocated_at, .bucket, root: holder:Root}}) AS rows
+  RETURN collect({reference: r {.kind, .name, weak: type(r) = 'WEAK_REF'}, object: holder {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached, .verdict, .known_leak, .location, .allocated_at, .bucket, .owner, root: holder:Root}}) AS rows
 }
-RETURN o {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached, .verdict, .known_leak, .location, .allocated_at, .bucket, root: o:Root} AS object, rows, COUNT { ()-[:REF|WEAK_REF]->(o) } AS total
+RETURN o {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached, .verdict, .known_leak, .location, .allocated_at, .bucket, .owner, root: o:Root} AS object, rows, COUNT { ()-[:REF|WEAK_REF]->(o) } AS total

@@ -14,7 +14,7 @@ MATCH (target:Object {sid: s.sid, id: $id})
 MATCH (holder:Object)-[r:REF]->(target)
 WHERE holder.reachable AND holder <> target
   AND NOT r.name IN $ignore_names AND NOT holder.type IN $ignore_types AND NOT holder.id IN $ignore_ids
-RETURN holder {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached, .verdict, .known_leak, .location, .allocated_at, .bucket, root: holder:Root} AS holder,
+RETURN holder {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached, .verdict, .known_leak, .location, .allocated_at, .bucket, .owner, root: holder:Root} AS holder,
        r {.kind, .name} AS reference
 ORDER BY holder.distance, holder.id, r.name
 LIMIT $limit

@@ -24,6 +24,7 @@ from heapdb.loader.inspections.objects import OBJECT_TOTALS, DuplicateObject, Du
 from heapdb.loader.inspections.react import REACT_TOTALS, UnmountedComponent, UnmountedFibers
 from heapdb.loader.inspections.react_hooks import HOOKS_TOTALS, ComponentHooks, ComponentMemory, Hook
 from heapdb.loader.inspections.strings import STRING_TOTALS, DuplicateString, DuplicateStrings, StringOwner
+from heapdb.loader.owners.table import OwnerTable
 from heapdb.loader.store import DroppedReferences, Snapshot
 from heapdb.loader.values import decode
 from heapdb.queries import catalog, ignoring, missing, params
@@ -123,6 +124,17 @@ class SnapshotQuestions(Asking):
         lists a file's); :class:`NotComputed` where the load did not compute them."""
         snapshot, stored = self.stored(ref, "held", missing.HELD)
         return held_from_stored(stored, source=snapshot.tag, limit=p.limit)
+
+    def owners(self, ref: SnapshotRef, p: params.Owners = params.Owners()) -> OwnerTable:
+        """Memory by owner (package, file, category...) as the load stored it, each level's
+        largest first (:func:`heapdb.loader.owners.table.owner_table` lists a file's);
+        :class:`NotComputed` where the load did not compute them."""
+        snapshot, stored = self.stored(ref, "owners", missing.OWNERS)
+        table = OwnerTable.from_stored(snapshot.tag, stored)
+        if p.level is not None and table.level(p.level) is None:
+            have = ", ".join(lv.level for lv in table.levels) or "none"
+            raise ParameterError(f"snapshot {snapshot.tag!r} has no owner level {p.level!r} (it has: {have})")
+        return table.limited(p.level, p.limit)
 
     def fill(self, ref: SnapshotRef, p: params.Fill = params.Fill()) -> CollectionFill:
         """The collections by fill that the load stored: per type, and the collections whose unused

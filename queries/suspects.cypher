@@ -55,7 +55,7 @@ CALL (s, o) {
               ELSE coalesce(COLLECT { MATCH (child:Object {sid: s.sid, dom: point.id}) WHERE child.retained_size IS NOT NULL
                                       RETURN child.retained_size ORDER BY child.retained_size DESC LIMIT 1 }[0], 0) END AS largest_child
 }
-RETURN o {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached, .verdict, .known_leak, .location, .allocated_at, .bucket, root: o:Root} AS object,
-       point {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached, .verdict, .known_leak, .location, .allocated_at, .bucket, root: point:Root} AS point,
+RETURN o {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached, .verdict, .known_leak, .location, .allocated_at, .bucket, .owner, root: o:Root} AS object,
+       point {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached, .verdict, .known_leak, .location, .allocated_at, .bucket, .owner, root: point:Root} AS point,
        depth, children, largest_child
 ORDER BY o.retained_size DESC, o.id

@@ -16,5 +16,5 @@ CALL (s) {
   MATCH (o:Object {sid: s.sid, type: $type}) WHERE o.type_rank <= $limit
   RETURN o
 }
-RETURN o {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached, .verdict, .known_leak, .location, .allocated_at, .bucket, root: o:Root} AS object
+RETURN o {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached, .verdict, .known_leak, .location, .allocated_at, .bucket, .owner, root: o:Root} AS object
 ORDER BY o.retained_size DESC, o.id

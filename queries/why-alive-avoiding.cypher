@@ -34,5 +34,5 @@ WHERE all(r IN relationships(p) WHERE NOT r.name IN $ignore_names AND NOT r.kind
                                                           WHEN 'to.name' THEN endNode(r).name WHEN 'to.kind' THEN endNode(r).kind END, ''))
                                        IN $ignore_keys))
   AND all(n IN nodes(p) WHERE n = target OR n = root OR NOT (n.type IN $ignore_types OR n.id IN $ignore_ids))
-RETURN [n IN nodes(p) | n {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached, .verdict, .known_leak, .location, .allocated_at, .bucket, root: n:Root}] AS objects,
+RETURN [n IN nodes(p) | n {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached, .verdict, .known_leak, .location, .allocated_at, .bucket, .owner, root: n:Root}] AS objects,
        [r IN relationships(p) | r {.kind, .name, ref: elementId(r)}] AS references

@@ -16,5 +16,5 @@ MATCH (target:Object {sid: s.sid, id: $id})
 WHERE target.reachable
 WITH reverse(reduce(path = [target], step IN range(1, target.distance) |
                     path + COLLECT { MATCH (h:Object {sid: s.sid, id: last(path).via}) RETURN h })) AS path
-RETURN [n IN path | n {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached, .verdict, .known_leak, .location, .allocated_at, .bucket, root: n:Root}] AS objects,
+RETURN [n IN path | n {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, .detached, .verdict, .known_leak, .location, .allocated_at, .bucket, .owner, root: n:Root}] AS objects,
        [n IN tail(path) | {kind: n.via_kind, name: n.via_name}] AS references

@@ -2,7 +2,7 @@
 of an object's retainers or containment tree, and the search every page's header box sends to.
 
 - ``/snapshots/{tag}/types/{type}``: the type's objects, a page at a time, sorted by retained size,
-  self size or distance, filtered by name, detachedness, bucket and what is new since another
+  self size or distance, filtered by name, detachedness, bucket, owner and what is new since another
   snapshot (the types table and the compare page link here);
 - ``/snapshots/{tag}/objects/{id}/tree?direction=in&path=12.34``: one level of the object's
   retainers (``in``) or containment (``out``) tree; ``fragment=1`` answers its rows alone, which the
@@ -24,16 +24,20 @@ from pydantic import Field
 
 from heapdb.errors import NotFound
 from heapdb.loader.inspections.dom import shows_dom
+from heapdb.loader.owners import table as owner_table
+from heapdb.loader.owners.table import OTHERS
 from heapdb.loader.store import Snapshot
 from heapdb.queries import params
 from heapdb.queries.questions import Questions
 from heapdb.queries.results import ObjectInfo
+from heapdb.renderers import treemap as treemaps
 from heapdb.service import links, trees
-from heapdb.service.pages import add_page, brief, query_values, respond, templates, wants_json
+from heapdb.service.pages import add_page, brief, query_values, respond, templates, treemap_page, wants_json
 
 TYPE = links.TYPE_PAGE
 TREE = links.TREE_PAGE
 SEARCH = links.SEARCH_PAGE
+OWNERS = links.OWNERS_PAGE
 
 
 def _with_query(base: str, values: dict[str, Any]) -> str:
@@ -65,13 +69,25 @@ def search_page(tag: str | None = None, text: str = "", mode: str = "contains", 
     )
 
 
+def owners_page(tag: str, level: str | None = None) -> str:
+    """Memory by owner in a snapshot, at ``level`` (None: the first)."""
+    return _with_query(links.page_path(OWNERS, tag=tag), {"level": level})
+
+
 templates.globals.update(
+    owners_page=owners_page,
     type_page=type_page,
     tree_page=tree_page,
     search_page=search_page,
     search_path=SEARCH,
     open_value=trees.open_value,
 )
+
+
+class OwnersView(params.Params):
+    """The owners page's query: which level of owners."""
+
+    level: str | None = Field(None, description="The level of owners (default: the first, package or category).")
 
 
 class TreeView(params.Params):
@@ -90,6 +106,13 @@ class SearchView(params.Params):
     text: str = Field("", max_length=1000, description="What to look for (empty: the form alone).")
     mode: Literal["exact", "prefix", "contains"] = Field("contains", description="How it must match.")
     offset: int = Field(0, ge=0, le=params.MAX_OFFSET, description="How many of each kind of match to pass over.")
+
+
+def owner_names(snapshot: Snapshot) -> list[str]:
+    """The first level's owners the snapshot's load stored (none before owners were), for a filter."""
+    stored = snapshot.owners or {}
+    levels = stored.get("levels") or [{}]
+    return [r["name"] for r in levels[0].get("rows", []) if r["name"] != OTHERS]
 
 
 def add_browse_pages(app: FastAPI, questions: Callable[[], Questions]) -> None:
@@ -112,6 +135,7 @@ def add_browse_pages(app: FastAPI, questions: Callable[[], Questions]) -> None:
                 "here": lambda **changes: type_page(found.tag, type_name, **(chosen | changes)),
                 "earlier": [s.tag for s in ask.snapshots() if s.tag != found.tag],
                 "buckets": [b["name"] for b in found.buckets],
+                "owners": owner_names(found),
                 "shows_dom": shows_dom(found.format),
             }
         return respond(request, "type.html", data, twin)
@@ -160,7 +184,26 @@ def add_browse_pages(app: FastAPI, questions: Callable[[], Questions]) -> None:
             }
         return respond(request, "search.html", data, twin)
 
+    def owners(request: Request, tag: str, twin: bool) -> Response:
+        view = OwnersView(**query_values(request, OwnersView))
+        ask = questions()
+        found = ask.snapshot(tag)
+        every = ask.owners(found, params.Owners(limit=owner_table.KEPT))
+        level = view.level if view.level is not None else (every.levels[0].level if every.levels else None)
+        chosen = ask.owners(found, params.Owners(level=level, limit=owner_table.KEPT)) if level else every
+        data: dict[str, Any] = {"snapshot": found.as_dict(), "owners": chosen}
+        if not wants_json(request, twin):
+            data |= {
+                "levels": [lv.level for lv in every.levels],
+                "level": level,
+                "first_level": level == (every.levels[0].level if every.levels else None),
+                "heap": sum(r.self_size for r in chosen.levels[0].rows) if chosen.levels else 0,
+                "treemap_by_owner": treemap_page(found.tag, limits=treemaps.Limits(colour="owner")),
+            }
+        return respond(request, "owners.html", data, twin)
+
     add_page(app, TYPE, lambda request, twin, tag, type: type_(request, tag, type, twin))
+    add_page(app, OWNERS, lambda request, twin, tag: owners(request, tag, twin))
     add_page(app, TREE, lambda request, twin, tag, object_id: tree(request, tag, object_id, twin))
     add_page(app, SEARCH, search)
 

@@ -427,4 +427,5 @@ SECTIONS = (
     Section("fill", "fill", params.Fill(limit=WASTE_ROWS)),
     Section("held", "held", params.Held(limit=WASTE_ROWS)),
     Section("lifecycles", "lifecycles", params.Lifecycles(limit=WASTE_ROWS)),
+    Section("owners", "owners", params.Owners(limit=WASTE_ROWS)),
 )

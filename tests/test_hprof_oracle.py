@@ -10,8 +10,6 @@ import collections
 import dataclasses
 import math
 import re
-import shutil
-import subprocess
 from collections import deque
 from pathlib import Path
 
@@ -25,11 +23,9 @@ from heapdb.loader.values import decode
 from heapdb.queries.results import PrimitiveValue
 from heapgen import hprof_writer as hw
 from heapgen.hprof_writer import INT, LONG, OBJECT, HprofWriter, standard_classes
-from heapgen.java import compile_java, dump_leak
 from heapgen.oracles import visualvm_view
+from tests.support.java_fixtures import leak_dump
 
-# The heap library's jar as Debian's visualvm package installs it (scripts/bootstrap.sh installs it).
-VISUALVM_HEAP_JAR = Path("/usr/share/visualvm/visualvm/modules/org-graalvm-visualvm-lib-jfluid-heap.jar")
 APP_CLASSES = ("Leak$Session", "Leak$Payload")
 
 
@@ -58,34 +54,16 @@ def jcmd_histogram(text: str) -> tuple[dict[str, int], dict[str, int]]:
     return counts, sizes
 
 
-@pytest.fixture(scope="module")
-def classes(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if not all(shutil.which(tool) for tool in ("javac", "java", "jcmd")):
-        pytest.skip("needs a JDK (javac, java, jcmd): scripts/bootstrap.sh installs it")
-    if not VISUALVM_HEAP_JAR.is_file():
-        pytest.skip(f"needs VisualVM's heap library ({VISUALVM_HEAP_JAR}): scripts/bootstrap.sh installs visualvm")
-    out = tmp_path_factory.mktemp("oracle-classes")
-    return compile_java(out, "Leak.java", "VisualVMOracle.java", classpath=VISUALVM_HEAP_JAR)
-
-
 # Two dumps: 400 sessions with -all (no GC first: garbage and weakly held objects stay in the dump),
 # and a grown leak of 1500 sessions with a full GC first (jcmd's default: live objects only). The
 # histogram of the same process follows each dump with -all, never a GC of its own: a second GC
 # (the live histogram's) would already collect what the first one's reference processing freed (the
 # cleaners' phantom-reachable objects), so the two would not count the same heap.
 @pytest.fixture(scope="module", params=[(400, True), (1500, False)], ids=["400-all", "1500-live"])
-def oracle(request: pytest.FixtureRequest, classes: Path, tmp_path_factory: pytest.TempPathFactory) -> Oracle:
+def oracle(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Oracle:
     sessions, everything = request.param
-    tmp = tmp_path_factory.mktemp("oracle-dump")
-    dump = tmp / "leak.hprof"
-    hist = dump_leak(classes, sessions, dump, everything=everything)
-    table = tmp / "visualvm.tsv"
-    subprocess.run(
-        ["java", "-cp", f"{VISUALVM_HEAP_JAR}:{classes}", "VisualVMOracle", str(dump), str(table)],
-        check=True,
-        timeout=300,
-        capture_output=True,
-    )
+    made = leak_dump(tmp_path_factory, sessions, everything=everything)
+    dump, table, hist = made.dump, made.table, made.histogram
     size, retained, depth, vv_counts = {}, {}, {}, {}
     fields: dict[int, list[tuple[str, str, str]]] = collections.defaultdict(list)
     arrays: dict[int, tuple[int, list[str]]] = {}

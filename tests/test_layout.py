@@ -46,6 +46,7 @@ STAGES = {
     "heapdb.loader.pathtree": 2,
     "heapdb.loader.views": 2,  # lifelines and heapdomstats, from an analysis or from stored rows
     "heapdb.loader.inspections": 2,  # what wastes memory: duplicate strings, detached DOM, React
+    "heapdb.loader.owners": 2,  # who owns the memory: package, file, category... from program structure
     "heapdb.loader.report": 2,
     "heapdb.loader.redaction": 2,  # secrets out of a graph before it is stored or written
     "heapdb.neo4j_server": 3,

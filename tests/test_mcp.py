@@ -69,6 +69,7 @@ TOOLS = {
     "stale",
     "held",
     "fill",
+    "owners",
     "lifecycles",
     "gate",
     "signatures",

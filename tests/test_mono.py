@@ -28,6 +28,7 @@ from heapdb.loader import analysis
 from heapdb.loader.formats import read_graph
 from heapdb.loader.formats.snapbin.writer import SnapbinWriter
 from heapdb.loader.graph import EdgeKind, HeapGraph, root_kind_node_name
+from heapdb.loader.owners.attribution import owner_totals, owners_of
 from heapdb.loader.paths import describe_path, first_paths
 from heapdb.queries import params
 from heapdb.queries.questions import Questions
@@ -262,3 +263,19 @@ def test_boxed_values_and_arrays_of_references_read_as_what_they_are(captures: l
     elements = {int(graph.edge_name[e]): graph.type_name(int(graph.edge_to[e])) for e in graph.out_edges(recent)}
     assert elements == dict.fromkeys(range(3), f"{NAMESPACE}.Request")
     assert all(graph.edge_kind[e] == EdgeKind.ELEMENT for e in graph.out_edges(recent))
+
+
+def test_the_namespace_level_names_the_program_s_namespace_and_the_framework_s(captures: list[Phase]) -> None:
+    last = captures[-1]
+    graph = read_graph(last.path)
+    result = analysis.analyze(graph)
+    level = owners_of(graph, result).level("namespace")
+    assert level is not None
+
+    def owner(type_name: str) -> set[str]:
+        return {level.names[level.owner[v]] for v in nodes_of(graph, type_name).tolist()}
+
+    assert owner(f"{NAMESPACE}.Request") == {NAMESPACE}
+    assert owner(f"System.Collections.Generic.List<{NAMESPACE}.WeakTarget>") == {"System.Collections.Generic"}
+    rows = {row.name: row for row in owner_totals(result, level)}
+    assert rows[NAMESPACE].objects >= last.requests + last.cache

@@ -50,6 +50,7 @@ FRONT_ENDS = {
     params.Stale: ("stale", "/api/snapshots/{tag}/stale"),
     params.Held: ("held", "/api/snapshots/{tag}/held"),
     params.Fill: ("fill", "/api/snapshots/{tag}/fill"),
+    params.Owners: ("owners", "/api/snapshots/{tag}/owners"),
     params.Lifecycles: ("lifecycles", "/api/snapshots/{tag}/lifecycles"),
     params.Instances: ("instances", "/api/snapshots/{tag}/instances"),
     params.References: ("references", "/api/snapshots/{tag}/objects/{object_id}/references"),

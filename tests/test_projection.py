@@ -49,7 +49,7 @@ def test_the_stored_queries_carry_the_current_projection() -> None:
 def test_the_projection_is_written_for_the_variable_it_projects() -> None:
     assert projection.projection("holder") == (
         "holder {.id, .type, .name, .kind, .self_size, .retained_size, .retained_count, .distance, .reachable, "
-        ".detached, .verdict, .known_leak, .location, .allocated_at, .bucket, root: holder:Root}"
+        ".detached, .verdict, .known_leak, .location, .allocated_at, .bucket, .owner, root: holder:Root}"
     )
     # A new query needs only the first key; other map projections (references) are left alone.
     text = "RETURN [n IN nodes(p) | n {.id}] AS objects, [r IN relationships(p) | r {.kind, .name}] AS references"

@@ -233,6 +233,7 @@ NAMING: dict[str, Callable[[World], list[Request]]] = {
     **_pages(links.OBJECT_PAGE, _one),
     **_pages(links.TREEMAP_PAGE, _one),
     **_pages(links.TYPE_PAGE, _one),
+    **_pages(links.OWNERS_PAGE, _one),
     **_pages(links.TREE_PAGE, _one),
     **_pages(links.GATE_RUN_PAGE, _one),
     **_pages(links.SEARCH_PAGE, lambda page: lambda w: [(page, {"tag": w.tags[0], "text": "Type"})]),
@@ -500,7 +501,7 @@ def test_a_revoke_takes_effect_within_the_lookup_time(database: Database) -> Non
 
 # The stored queries' text parameters that name no snapshot; any other names one, and must be in
 # catalog.SNAPSHOT_PARAMETERS for a token's scope to be checked against it.
-NOT_SNAPSHOTS = {"bucket", "kinds", "mode", "name_contains", "names", "sort", "text", "type"}
+NOT_SNAPSHOTS = {"bucket", "kinds", "mode", "name_contains", "names", "owner", "sort", "text", "type"}
 
 
 def test_every_stored_query_parameter_naming_a_snapshot_is_declared() -> None:

@@ -199,7 +199,8 @@ def test_treemap_server_time_is_reported(client: TestClient, loaded: Loaded) -> 
     )
 
 
-# --- colouring by owner: a load under bucket rules (docs/rules.md), each rectangle in its bucket's colour
+# --- colouring by owner: a load under bucket rules (docs/rules.md), each rectangle in its owner's
+# colour (heapdb.loader.owners: the bucket first, else the package or category)
 
 
 @pytest.fixture(scope="module")
@@ -213,13 +214,14 @@ def owned(database: Database, leak_snapshot: Path, tmp_path_factory: pytest.Temp
     return tag
 
 
-def stored_buckets(database: Database, tag: str, ids: list[int]) -> dict[int, str | None]:
+def stored_owners(database: Database, tag: str, ids: list[int]) -> dict[int, tuple[str | None, str | None]]:
+    """Each object's stored ``owner`` and ``bucket``."""
     rows = database.read(
         "MATCH (s:Snapshot {tag: $tag}) MATCH (o:Object {sid: s.sid}) WHERE o.id IN $ids"
-        " RETURN o.id AS id, o.bucket AS bucket",
+        " RETURN o.id AS id, o.owner AS owner, o.bucket AS bucket",
         {"tag": tag, "ids": ids},
     )
-    return {r["id"]: r["bucket"] for r in rows}
+    return {r["id"]: (r["owner"], r["bucket"]) for r in rows}
 
 
 def drawn_fills(text: str) -> list[tuple[str, str]]:
@@ -250,14 +252,18 @@ def test_the_treemap_colours_rectangles_by_owner(database: Database, client: Tes
     boxes = answer["rectangles"]
     assert all("owner" in b for b in boxes)
     objects = [b for b in boxes if b["id"] is not None]
-    # Each rectangle's owner is the bucket stored on its object; a merged rest has none.
-    stored = stored_buckets(database, owned, [b["id"] for b in objects])
-    assert {b["id"]: b["owner"] for b in objects} == stored
+    # Each rectangle's owner is the one stored on its object, which a bucket rule's bucket names
+    # first; a merged rest has none.
+    stored = stored_owners(database, owned, [b["id"] for b in objects])
+    # (root groups have no owner: a bucket a rule gave them stands in)
+    assert {b["id"]: b["owner"] for b in objects} == {i: owner or bucket for i, (owner, bucket) in stored.items()}
+    assert all(owner in (bucket, None) for owner, bucket in stored.values() if bucket is not None)
     assert all(b["owner"] is None for b in boxes if b["id"] is None)
     engine = [b for b in objects if b["owner"] == "engine"]
-    unowned = [b for b in objects if b["owner"] is None]
-    assert engine and unowned, "the view should show objects of the bucket and objects of none"
-    assert all(re.fullmatch(r"\(.*\)|system / .*", b["type"]) for b in engine), engine
+    others = [b for b in objects if b["owner"] not in (None, "engine")]
+    assert engine and others, "the view should show objects of the bucket and objects of other owners"
+    selected = [b for b in engine if stored[b["id"]][1] == "engine"]
+    assert selected and all(re.fullmatch(r"\(.*\)|system / .*", b["type"]) for b in selected), selected
     # The twin without `colour` carries the owners too, under the default colouring.
     plain = client.get(url + pages.JSON_SUFFIX).json()
     assert plain["limits"]["colour"] == "type"
@@ -281,9 +287,9 @@ def test_the_treemap_colours_rectangles_by_owner(database: Database, client: Tes
     by_type = dict(zip((b["id"] for b in objects), (f for _, f in drawn_fills(client.get(url).text)), strict=True))
     if len({b["type"] for b in engine}) > 1:
         assert len({by_type[b["id"]] for b in engine}) > 1
-    # The legend lists owners (the bucket and "(no owner)"), not types.
+    # The legend lists owners (the bucket and the packages), not types.
     heading, names = legend_names(page.text)
-    assert heading == "Owners" and "engine" in names and treemap.NO_OWNER in names, names
+    assert heading == "Owners" and "engine" in names and {b["owner"] for b in others} & set(names), names
     assert not set(names) & {b["type"] for b in objects} - {"engine"}
     assert legend_names(client.get(url).text)[0] == "Types"
     # Descending keeps the colouring: every rectangle's link, the switch leads back to types, the
@@ -313,7 +319,7 @@ def test_a_person_switches_the_treemap_to_owners(database: Database, owned: str)
         assert browser.evaluate(heading) == "Owners"
         legend = browser.evaluate("[...document.querySelectorAll('ul.legend li')].map(li => li.textContent)")
         assert any(item.startswith("engine ") for item in legend), legend
-        assert any(item.startswith(treemap.NO_OWNER) for item in legend), legend
+        assert any(not item.startswith("engine ") for item in legend), legend
         assert browser.evaluate("document.querySelector('form.limits select[name=colour]').value") == "owner"
         browser.screenshot(SCREENSHOTS / "treemap-owner.png")
         # Descending keeps it.

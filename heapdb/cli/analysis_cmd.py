@@ -35,6 +35,7 @@ from heapdb.loader.inspections import (
     strings,
     unbound,
 )
+from heapdb.loader.owners.table import owners_table, owners_text
 from heapdb.loader.report import AnalysisReport, analysis_report
 from heapdb.loader.rules import CompiledRules, RulesSummary, compile_rules, rules_summary
 from heapdb.loader.rules.defaults import default_rules
@@ -249,6 +250,14 @@ def print_rules(summary: RulesSummary) -> None:
     "Shark); --top groups.",
 )
 @click.option(
+    "--owners",
+    "by_owner",
+    is_flag=True,
+    help="Also list who owns the memory: per npm package and script (V8), package and class loader (Java), "
+    "category and script (Luau), namespace (.NET), package and module (Python), package and library (Dart), "
+    "each owner's objects, self and retained size; bucket rules name owners first; --top owners per level.",
+)
+@click.option(
     "--unbound",
     "later",
     multiple=True,
@@ -280,6 +289,7 @@ def analyze(
     by_fill: bool,
     by_holders: bool,
     by_lifecycles: bool,
+    by_owner: bool,
     later: tuple[str, ...],
 ) -> None:
     """Dominators, retained sizes and root distances of a snapshot FILE (any format), without Neo4j.
@@ -289,7 +299,8 @@ def analyze(
     own objects to the program's, as a load's `top` does); --rules FILE puts a team's rule file
     before them; --rules NAME reads a rule set stored with `heapdb rules add` from the database
     (the only case that needs Neo4j). --rules none gives the plain, engine-level analysis.
-    --lifelines, --heapdomstats, --strings, --dup-objects, --dom, --react, --react-hooks, --stale, --fill and --held add views of the same analysis
+    --lifelines, --heapdomstats, --strings, --dup-objects, --dom, --react, --react-hooks, --stale, --fill,
+    --held and --owners add views of the same analysis
     (under the rules and --root too).
     """
     refuse_groups_without_rules(rules, disabled)
@@ -391,6 +402,10 @@ def analyze(
     if by_hooks:  # no paths needed
         by_component = react_hooks.component_hooks(graph, result, source=file, limit=top)
         extras.append(("react_hooks", by_component, react_hooks.component_hooks_text))
+    if by_owner:
+        buckets = (None, ()) if compiled is None else (compiled.bucket, compiled.bucket_names)
+        mine = owners_table(file, graph, result, *buckets).limited(None, max(top, 1))
+        extras.append(("owners", mine, owners_text))
     if later:
         extras.append(("unbound", _unbound_series(file, graph, result, later, top), unbound.unbound_growth_text))
     if as_json:

@@ -13,9 +13,10 @@ An object's self size is not a rectangle of its own: its band stands for it. Wit
 the children (the "others" included) fill the parent's inner area exactly, in proportion to their
 retained sizes.
 
-Rectangles are coloured by type, or (``colour=owner``) by the bucket a ``[[bucket]]`` rule put
-their object in on a load under rules (docs/rules.md): the same stable hue per name either way,
-objects in no bucket a neutral grey.
+Rectangles are coloured by type, or (``colour=owner``) by their object's owner (its package,
+category...: heapdb.loader.owners, where a ``[[bucket]]`` rule's bucket comes first), or on a
+snapshot stored before owners, the bucket a rule put it in: the same stable hue per name either
+way, objects with neither a neutral grey.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ MIN_INNER_WIDTH, MIN_INNER_HEIGHT = 48, 28  # a rectangle smaller inside than th
 FONT = 12  # label size, user units
 CHAR_WIDTH = 7.0  # a generous average width of a label character at FONT (system sans-serif)
 LEGEND_TYPES = 12
-NO_OWNER = "(no owner)"  # the legend's name for objects no bucket rule selects
+NO_OWNER = "(no owner)"  # the legend's name for objects with no owner (a snapshot stored before owners)
 MIN_LABEL = 5  # characters a cut label keeps at least, the ellipsis included
 
 
@@ -80,7 +81,7 @@ class Box:
     parent: int
     others: int = 0  # for a merged rectangle: how many objects it stands for
     nested: bool = False  # its children are drawn inside it, under its band
-    owner: str | None = None  # the object's bucket (docs/rules.md), None when it has none
+    owner: str | None = None  # the object's owner, else its bucket (docs/rules.md); None: neither
     children: list[Box] = field(default_factory=list, repr=False)
 
     @property
@@ -191,7 +192,7 @@ def lay_out(ask: Questions, snapshot: Snapshot, root: ObjectInfo, limits: Limits
                     box = Box(None, "", "", rest, 0, rest_count, *where, others=rest_count)
                 else:
                     about = (child.id, child.type, child.name, child.retained_size, child.self_size)
-                    box = Box(*about, child.retained_count, *where, owner=child.bucket)
+                    box = Box(*about, child.retained_count, *where, owner=child.owner or child.bucket)
                 siblings.append(box)
             # Drawn in the order they were listed: largest first.
             siblings.sort(key=lambda b: (b.id is None, -b.retained_size))

@@ -14,7 +14,7 @@ import os
 from typing import TYPE_CHECKING
 
 from heapdb.errors import FormatError
-from heapdb.loader.formats.protocol import Collections, Duplicates, Format, Reader, Semantics, StringKinds
+from heapdb.loader.formats.protocol import Collections, Duplicates, Format, Ownership, Reader, Semantics, StringKinds
 from heapdb.loader.graph import HeapGraph
 
 if TYPE_CHECKING:
@@ -31,6 +31,7 @@ __all__ = [
     "Collections",
     "Duplicates",
     "Format",
+    "Ownership",
     "Reader",
     "Semantics",
     "StringKinds",
@@ -47,6 +48,7 @@ SNAPBIN = Format(
     default_rules=None,  # the writer's runtime decides ("python" for heapdb.capture)
     # heapdb.capture's str and bytes objects, named by their first 1,024 characters
     strings=StringKinds(plain=frozenset({"string"})),
+    ownership=Ownership.RUNTIME,  # Python's modules (heapdb.capture), .NET's namespaces (Mono's module)
 )
 V8 = Format(
     name="v8",
@@ -65,6 +67,7 @@ V8 = Format(
     dom=True,  # Chromium's snapshots (and Node's, where a native object says so)
     collections=Collections.V8,
     duplicates=Duplicates.SHALLOW,  # objects' properties, as memlab's object-shallow compares them
+    ownership=Ownership.V8,  # script locations (Dart's snapshot profiles: their program structure)
 )
 LUAU = Format(
     name="luau",
@@ -74,6 +77,7 @@ LUAU = Format(
     semantics=Semantics.GENERIC,
     default_rules="luau",
     strings=StringKinds(plain=frozenset({"string"})),  # named by their whole data
+    ownership=Ownership.LUAU,
 )
 HPROF = Format(
     name="hprof",
@@ -87,6 +91,7 @@ HPROF = Format(
     collections=Collections.JAVA,
     duplicates=Duplicates.ARRAYS,  # primitive arrays' elements (the reader keeps them)
     lifecycles=True,  # <class> and <super> references, and each instance's primitive fields
+    ownership=Ownership.JAVA,
 )
 
 MLPD = Format(
@@ -96,6 +101,7 @@ MLPD = Format(
     ids_are_addresses=True,  # objects are named by their addresses, which a moving GC changes
     semantics=Semantics.GENERIC,
     default_rules=None,  # heapdb has no .NET rule set yet
+    ownership=Ownership.DOTNET,
 )
 
 FORMATS = (SNAPBIN, V8, LUAU, HPROF, MLPD)  # in the order detect tries them

@@ -41,7 +41,7 @@ protos, ``tag N`` for userdata. Sizes are C ``int`` in the VM: negative ones dow
 as wrapped and read modulo 2^32; a size below that or above 2^63 - 1, like an address above
 ``0x7fffffffffffffff``, is a FormatError, never wrapped. ``meta["category"]`` holds each node's
 memory category (uint8, 0 for synthetic nodes), ``meta["category_names"]`` the named categories
-from ``stats``. Functions and protos get source locations (:mod:`.luau_sources`).
+from ``stats``. Functions, protos and threads get source locations (:mod:`.luau_sources`).
 
 Bad input (the ``class`` dump's invalid JSON, a wrong schema, a root that is not an object, JSON
 nested more than :data:`MAX_JSON_DEPTH` levels) raises :class:`FormatError` with the file and byte

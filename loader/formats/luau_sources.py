@@ -21,17 +21,18 @@ _MAX_LINE = 0x7FFFFFFF
 def luau_locations(
     objects: dict[str, Any], index: dict[str, int], intern: Callable[[str], int]
 ) -> SourceLocations | None:
-    """The locations of the functions and protos among ``objects`` (by address; ``index`` gives their
-    node; every value is an object, the reader checked), script names interned with ``intern``; None
-    when none has one."""
+    """The locations of the functions, protos and threads among ``objects`` (by address; ``index``
+    gives their node; every value is an object, the reader checked), script names interned with
+    ``intern``; None when none has one. A thread's is where it runs (its own ``source`` and
+    ``line``: the main thread's, the main chunk), a function's its proto's."""
     rows = []
     for address, obj in objects.items():
         kind = obj.get("type")
-        if kind not in ("function", "proto"):
+        if kind not in ("function", "proto", "thread"):
             continue
         ref = obj.get("proto")
         proto = (objects.get(ref) if isinstance(ref, str) else None) if kind == "function" else obj
-        if not isinstance(proto, dict) or proto.get("type") != "proto":
+        if not isinstance(proto, dict) or proto.get("type") != ("thread" if kind == "thread" else "proto"):
             continue
         source, line = proto.get("source"), proto.get("line")
         if isinstance(source, str) and type(line) is int and 0 < line <= _MAX_LINE:

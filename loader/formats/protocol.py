@@ -41,6 +41,18 @@ class Collections(StrEnum):
     V8 = "v8"  # Map and Set hash tables and Array element stores, sized by their bytes
 
 
+class Ownership(StrEnum):
+    """Where a format's objects say which part of the program they belong to, for owners
+    (:mod:`heapdb.loader.owners`): the program structure each object is attributed from."""
+
+    V8 = "v8"  # closures' and constructors' script locations: the file, and its npm package
+    JAVA = "java"  # each instance's class: its package, and the class loader that loaded it
+    LUAU = "luau"  # each object's memory category, and each function's script
+    DOTNET = "dotnet"  # class names with their namespaces (Mono's module and heapshots)
+    PYTHON = "python"  # module objects, and the modules classes are defined in
+    RUNTIME = "runtime"  # a snap.bin file's writer says: its ``runtime`` picks one of the above
+
+
 class Duplicates(StrEnum):
     """Which objects' contents a format shows, for the duplicate-objects inspection
     (:mod:`heapdb.loader.inspections.objects`)."""
@@ -110,6 +122,8 @@ class Format:
     # Whether its objects name their classes (and super classes) and keep their fields' values, so
     # that lifecycle rules can say which are past their life (the leak status inspection).
     lifecycles: bool = False
+    # Where its objects' owners come from (package, file, category...); None: it does not say.
+    ownership: Ownership | None = None
 
     def module(self) -> Reader:
         """The reader, imported now if it was not yet."""

@@ -15,7 +15,10 @@ What comes back differs from the reader's graph in ways no analysis result depen
   is given among several of the same length (``via``, ``path_sig``) may differ from the original load;
 - names and reference names longer than 200 characters come back cut (as stored), and a rule
   selecting on the cut part of such a name no longer matches it;
-- detachedness only says ``DETACHED`` or ``UNKNOWN`` (attached objects are not marked in the store).
+- detachedness only says ``DETACHED`` or ``UNKNOWN`` (attached objects are not marked in the store);
+- source locations come back from each object's ``location`` text, without script ids (owners need
+  only the script's name); a Luau object's memory category from its stored ``owner``, whose first
+  level it is (under bucket rules, its bucket where a rule selected it).
 
 Memory stays bounded: objects and references are read in pages (one query each, keyed on the
 ``(sid, id)`` index), each page's columns go straight into numpy arrays, and no Python object per
@@ -24,6 +27,7 @@ heap object outlives its page (the interned strings aside, which the graph keeps
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +38,7 @@ from heapdb import progress
 from heapdb.db import Database
 from heapdb.errors import LoadError, NotFound, OutdatedSnapshot, ReferencesLoading
 from heapdb.loader.graph import EDGE_KIND_NAMES, NAMES_CUT, NUMERIC_NAME_KINDS, Detachedness, HeapGraph, StringTable
+from heapdb.loader.sources import SourceLocations
 from heapdb.loader.store.schema import STORE_VERSION
 from heapdb.loader.store.snapshots import Snapshot
 
@@ -46,7 +51,9 @@ _OBJECTS = """
 MATCH (o:Object {sid: $sid}) WHERE o.id > $after
 WITH o ORDER BY o.sid, o.id LIMIT $batch
 RETURN collect(o.id) AS ids, collect(coalesce(o.type, '')) AS types, collect(coalesce(o.name, '')) AS names,
-       collect(coalesce(o.kind, '')) AS kinds, collect(coalesce(o.self_size, 0)) AS sizes, collect(coalesce(o.detached, false)) AS detached
+       collect(coalesce(o.kind, '')) AS kinds, collect(coalesce(o.self_size, 0)) AS sizes, collect(coalesce(o.detached, false)) AS detached,
+       [x IN collect([o.id, o.location]) WHERE x[1] IS NOT NULL] AS locations,
+       [x IN collect([o.id, o.owner]) WHERE x[1] IS NOT NULL] AS owners
 """
 _REFERENCES = """
 MATCH (a:Object {sid: $sid}) WHERE a.id >= $low AND a.id <= $high
@@ -107,6 +114,8 @@ def read_back(database: Database, tag: str, *, batch: int = READ_BATCH) -> Store
     type_, name = np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int32)
     kind, detached = np.empty(n, dtype=np.uint8), np.zeros(n, dtype=np.bool_)
 
+    located: list[tuple[int, str]] = []  # (id, location), for owners (heapdb.loader.owners)
+    owned: list[tuple[int, str]] = []  # (id, owner): a Luau object's first owner is its category
     read, after = 0, -(2**63)
     with progress.bar("read back objects", total=n, unit="obj") as objects_bar:
         while True:
@@ -123,6 +132,8 @@ def read_back(database: Database, tag: str, *, batch: int = READ_BATCH) -> Store
             kind[span] = [node_kinds.setdefault(s, len(node_kinds)) for s in page["kinds"]]
             self_size[span] = page["sizes"]
             detached[span] = page["detached"]
+            located.extend((int(i), str(t)) for i, t in page["locations"])
+            owned.extend((int(i), str(t)) for i, t in page["owners"])
             read += count
             after = int(ids[read - 1])
             objects_bar.update(count)
@@ -144,6 +155,8 @@ def read_back(database: Database, tag: str, *, batch: int = READ_BATCH) -> Store
     meta[NAMES_CUT] = True  # inspections that compare whole names skip it
     if snapshot.runtime:
         meta.setdefault("runtime", snapshot.runtime)
+    if snapshot.format == "luau" and owned:
+        meta |= _categories(ids, owned, meta.get("category_names") or {})
     graph = HeapGraph(
         ids=ids,
         kind=kind,
@@ -162,8 +175,33 @@ def read_back(database: Database, tag: str, *, batch: int = READ_BATCH) -> Store
         else None,
         meta=meta,
     )
+    if located:
+        at = _indexes(ids, [i for i, _ in located]).tolist()
+        graph.locations = SourceLocations.from_texts(at, [t for _, t in located], strings.intern)
     graph.validate()
     return StoredGraph(snapshot, graph)
+
+
+def _categories(ids: np.ndarray, owned: list[tuple[int, str]], named: dict[str, str]) -> dict[str, Any]:
+    """A Luau graph's memory categories (``meta["category"]``, ``meta["category_names"]``) from the
+    objects' stored owners, whose first level they are (under bucket rules: their buckets, where a
+    rule selected them): a category keeps its number where the dump named it (``category_names``,
+    stored with the meta) or numbered it (``category 3``); others take free numbers."""
+    codes = {name: int(code) for code, name in named.items()}
+    for name in {t for _, t in owned}:
+        numbered = _NUMBERED.fullmatch(name)
+        if name not in codes and numbered and int(numbered[1]) < 256:
+            codes[name] = int(numbered[1])
+    free = iter(sorted(set(range(1, 256)) - set(codes.values())))
+    category = np.zeros(ids.shape[0], dtype=np.uint8)
+    for node, (_, name) in zip(_indexes(ids, [i for i, _ in owned]).tolist(), owned, strict=True):
+        if name not in codes:
+            codes[name] = next(free, 0)
+        category[node] = codes[name]
+    return {"category": category, "category_names": {code: name for name, code in codes.items()}}
+
+
+_NUMBERED = re.compile(r"category (\d+)")
 
 
 def _read_references(

@@ -40,6 +40,9 @@ OBJECT_COLUMNS = (
     Column("via_kind", Kind.TEXT),
     Column("via_name", Kind.TEXT),
     Column("bucket", Kind.TEXT),  # a load under rules: the object's bucket, where a bucket rule selects it
+    # Its owner (heapdb.loader.owners): the first level its format gives (package, category...), the
+    # rules' buckets first; on every counted object of a format that names owners.
+    Column("owner", Kind.TEXT),
     # A load under internal rules: true on the objects answers look through, and where an object's
     # dominator is one of them, the id of its nearest dominator that is not (docs/rules.md).
     Column("through", Kind.BOOLEAN),
@@ -114,6 +117,7 @@ def object_batch(data: LoadInput, ranks: tuple[np.ndarray, np.ndarray], order: W
         holders.via[index],
         *via_labels,
         _bucket_column(strings, data, index),
+        _owner_column(strings, data, index),
         *_look_through_columns(data, index),
         _note_column(strings, data, data.known_leak, index),
         _note_column(strings, data, data.verdict, index),
@@ -169,6 +173,17 @@ def _bucket_column(strings: Strings, data: LoadInput, index: np.ndarray) -> np.n
         bucket = data.bucket[index]
         has = bucket >= 0
         column[has] = strings.codes(bucket[has], data.bucket_names.__getitem__)
+    return column
+
+
+def _owner_column(strings: Strings, data: LoadInput, index: np.ndarray) -> np.ndarray:
+    """The objects ``index``'s owners at the first level, NULL (no property) where none is counted."""
+    column = np.full(index.shape[0], NULL, dtype=np.int64)
+    levels = data.owners.levels
+    if levels:
+        owner = levels[0].owner[index]
+        has = owner >= 0
+        column[has] = strings.codes(owner[has], levels[0].names.__getitem__)
     return column
 
 

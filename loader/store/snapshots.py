@@ -17,7 +17,7 @@ BUILD_META = ("build", "commit", "branch", "scenario", "platform")
 
 
 # The inspections a load stores on its :Snapshot, each as JSON text of its totals (and, for some, rows).
-INSPECTIONS = ("strings", "dom", "react", "hooks", "stale", "shapes", "fill", "objects", "lifecycles", "held")
+INSPECTIONS = ("strings", "dom", "react", "hooks", "stale", "shapes", "fill", "objects", "lifecycles", "held", "owners")
 
 
 @dataclass(frozen=True)
@@ -121,6 +121,10 @@ class Snapshot:
     # HeldGroup's fields with their "category", globals as GlobalVariable's (JSON text). None: not
     # computed (docs/analysis.md, "Held by listeners, the console and closures").
     held: dict[str, Any] | None = field(default=None, hash=False)
+    # Where the format names owners: memory by owner at each level, {"levels": [{"level", "owners",
+    # "rows"}]}, rows as OwnerRow's fields (JSON text; heapdb.loader.owners.table). {"levels": []}
+    # for a format that names none; None: not computed (docs/analysis.md, "Who owns the memory").
+    owners: dict[str, Any] | None = field(default=None, hash=False)
     meta: dict[str, Any] = field(default_factory=dict, hash=False)  # a dict cannot be hashed; the rest can
 
     @classmethod

@@ -24,6 +24,8 @@ from heapdb.loader.analysis import Analysis, LookThrough, outermost_members
 from heapdb.loader.analysis.ranking import largest_first
 from heapdb.loader.graph import EDGE_KIND_NAMES, NUMERIC_NAME_KINDS, HeapGraph
 from heapdb.loader.inspections.leak_status import Inspectors
+from heapdb.loader.owners.attribution import Owners, owners_of
+from heapdb.loader.owners.table import owner_table
 from heapdb.loader.paths import FirstPaths, first_paths, path_hops
 from heapdb.loader.redaction import Redaction
 from heapdb.loader.rules.summary import bucket_totals
@@ -159,6 +161,24 @@ class LoadInput:
         if self.analysis is None:
             return Inspections()
         return Inspections.compute(self.graph, self.analysis, self.paths, self.contents, self.lifecycle_rules)
+
+    @cached_property
+    def owners(self) -> Owners:
+        """Each object's owner at every level its format gives (heapdb.loader.owners), the rules'
+        buckets first; worked out with the inspections, once the snapshot answers (stored as each
+        object's ``owner``, its first level, and the ``:Snapshot``'s ``owners`` table)."""
+        if self.analysis is None:
+            return Owners(())
+        return owners_of(self.graph, self.analysis, rule_bucket=self.bucket, rule_bucket_names=self.bucket_names)
+
+    def owners_property(self) -> dict[str, str]:
+        """The ``:Snapshot`` property ``owners``: JSON text of every level's rows
+        (:class:`~heapdb.loader.owners.table.OwnerTable`); nothing for an analysis not at hand (a
+        rebuild keeps what was stored)."""
+        if self.analysis is None:
+            return {}
+        table = owner_table("", self.graph, self.analysis, self.owners)
+        return {"owners": json.dumps(table.as_stored())}
 
     def dropped_references(self) -> DroppedReferences | None:
         """The holder and target ids of the references the rules keep from retaining (None: none).

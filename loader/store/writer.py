@@ -277,6 +277,7 @@ def snapshot_properties(
         # Each inspection computed (JSON text; heapdb.loader.store.inspected): a load writes them
         # once the snapshot answers (_Steps.inspections), a rebuild with the rest.
         **(data.inspections.properties() if inspections else {}),
+        **(data.owners_property() if inspections else {}),
         **(analysed_with or {}),
     }
 
@@ -330,13 +331,14 @@ class _Steps:
         started = time.monotonic()
         with progress.bar("work out the inspections", total=1, unit="step") as bar:
             found = self.data.inspections
+            owners = self.data.owners_property()
             bar.update(1)
         self.report.seconds["inspections"] = time.monotonic() - started
         started = time.monotonic()
         write_groups(self.database, self.sink.sid, found.group_rows(), self.batch_size, self.workers)
         self.database.write(
             "MATCH (n:Snapshot {sid: $sid}) SET n += $properties",
-            {"sid": self.sink.sid, "properties": found.properties()},
+            {"sid": self.sink.sid, "properties": {**found.properties(), **owners}},
         )
         self.report.seconds["inspections written"] = time.monotonic() - started
 

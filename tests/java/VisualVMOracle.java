@@ -21,7 +21,8 @@ import org.graalvm.visualvm.lib.jfluid.heap.PrimitiveArrayInstance;
  * Usage: java -cp JAR:. VisualVMOracle DUMP OUT. OUT gets tab-separated lines:
  * "i ID CLASS SIZE RETAINED DEPTH" per instance (every object VisualVM lists, class objects
  * included), where DEPTH is the length of the getNearestGCRootPointer chain to a GC root (0 for a
- * root, -1 when VisualVM finds no path), and "c CLASS COUNT BYTES" per class (its histogram line).
+ * root, -1 when VisualVM finds no path), and "c CLASS COUNT BYTES LOADER" per class (its histogram
+ * line, and its class loader's instance id: 0 for the bootstrap loader).
  * Primitive values follow each instance: "v ID TYPE NAME VALUE" per primitive field (inherited ones
  * too), "a ID LENGTH V1 V2 ..." for a primitive array with its first 16 elements; tabs, line ends
  * and backslashes in a value are escaped as \t, \n, \r and \\.
@@ -46,7 +47,9 @@ public class VisualVMOracle {
                 values(out, instance);
             }
             for (JavaClass cls : heap.getAllClasses()) {
-                out.println("c\t" + cls.getName() + "\t" + cls.getInstancesCount() + "\t" + cls.getAllInstancesSize());
+                Instance loader = cls.getClassLoader();
+                out.println("c\t" + cls.getName() + "\t" + cls.getInstancesCount() + "\t" + cls.getAllInstancesSize()
+                    + "\t" + (loader == null ? 0 : loader.getInstanceId()));
             }
         }
     }

@@ -38,6 +38,7 @@ LONGEST = (
     "tests/test_objects_stored.py",
     "tests/test_inspections_objects.py",
     "tests/test_dom_stored.py",
+    "tests/test_owners_store.py",
     "tests/test_inspections_lifecycles.py",
     "tests/test_inspections_java_strings.py",
     "tests/fuzz/test_readers.py",

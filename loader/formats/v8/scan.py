@@ -11,7 +11,13 @@ it is the reader's whole hot path (hundreds of MB per second), and kept inside e
 digit run stays in registers with the store that follows it. A shared kernel returning each number
 would hand ``value``, ``i`` and the state back and forth for every one of the file's integers. A
 change to the tokenizer must be made in both (``tests/fuzz`` and ``tests/test_v8_reader.py`` read
-both arrays).
+both arrays). One difference: the edge kernel also takes a '-' before an edge's ``name_or_index``,
+for Dart's snapshot profiles (``gen_snapshot --write-v8-snapshot-profile-to``), which put the
+replacement of a dropped weak reference at the negated element offset; it is stored as the offset
+itself (the slot the replacement fills). V8 writes no negative number anywhere.
+
+Why this module is long: the two scanners each hold the whole tokenizer, for the reason above, and
+the error table and skipping of the other sections stay beside them, where a reader of one finds all.
 """
 
 from __future__ import annotations
@@ -53,8 +59,11 @@ ERRORS = {
     10: "an edge's to_node is not a multiple of the node field count",
     11: "an edge's to_node points past the last node",
     12: "a node's edge_count, name, self_size or trace_node_id is out of range",
+    13: "a negative name_or_index outside an element edge",
 }
 _MAX_VALUE = 1 << 53  # JSON numbers beyond this are not exact in JavaScript either
+# S_IN_NUMBER in the edge kernel after a '-' (Dart's element offsets): before its digits, among them.
+_SIGNED, _NEGATIVE = 2, 3
 
 # Numba kernels. Each scans buf[pos:end], updates `state` and returns the position it stopped at.
 #
@@ -249,6 +258,8 @@ def scan_edges(
                         return _fail_after(state, 1, i, count)
                     in_number = 1
                     value = 0
+                elif in_number == _SIGNED:
+                    in_number = _NEGATIVE
                 # The rest of the digit run, in a loop of its own: the common path.
                 while True:
                     value = value * 10 + (c - 48)
@@ -263,6 +274,14 @@ def scan_edges(
                 if i == end:
                     continue  # the number may go on in the next chunk
             elif not in_number:
+                if c == 45 and field == name_at and expect != EXPECT_SEPARATOR:
+                    # '-': Dart's profiles put a dropped reference's replacement at the negated
+                    # offset. Tested here, in the branch blanks take, not before it: a test of
+                    # every byte outside a digit run made the whole scan twice as slow.
+                    in_number = _SIGNED
+                    value = 0
+                    i += 1
+                    continue
                 expect = _punctuation(state, c, i, expect, count)
                 if expect < 0:
                     if expect == -2:
@@ -275,6 +294,9 @@ def scan_edges(
         elif not (final and in_number):
             break
         # A number ended at byte i (or at the end of the file): store it, then look at byte i again.
+        if in_number == _SIGNED:  # a '-' and no digit
+            return _fail_after(state, 2, i, count)
+        negative = in_number == _NEGATIVE
         in_number = 0
         expect = EXPECT_SEPARATOR
         if count >= capacity:
@@ -286,6 +308,9 @@ def scan_edges(
         elif field == name_at:
             if value > 0xFFFFFFFF:
                 return _fail_after(state, 9, i, count)
+            # Only an element offset may be negative (its type is read first, as both runtimes write it).
+            if negative and (type_at > name_at or edge_kind[edge] != _ELEMENT):
+                return _fail_after(state, 13, i, count)
             edge_name[edge] = value
         elif field == to_at:
             # A float division: several times faster than an integer one, and exact here, since

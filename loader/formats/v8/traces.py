@@ -355,10 +355,15 @@ def _locations(
     by_script = np.argsort(which, kind="stable")  # each script's objects, in node order
     bounds = np.searchsorted(which[by_script], np.arange(distinct.shape[0] + 1)).tolist()
     names = np.full(distinct.shape[0], -1, dtype=np.int32)
+    # Only a closure leads to its script: an object located by its constructor has no ``shared``
+    # reference, and a script's first located objects may all be instances (a class's, made by the
+    # thousand before anything else of that script is numbered).
+    closure_kind = graph.node_kinds.index("closure") if "closure" in graph.node_kinds else -1
     for d, script_id in enumerate(distinct.tolist()):
         name = script_names.get(script_id)
         if name is None:
-            probes = by_script[bounds[d] : min(bounds[d] + _SCRIPT_PROBES, bounds[d + 1])].tolist()
+            members = by_script[bounds[d] : bounds[d + 1]]
+            probes = members[graph.kind[node[members]] == closure_kind][:_SCRIPT_PROBES].tolist()
             name = next((n for k in probes if (n := _script_of_closure(graph, int(node[k]))) is not None), None)
         if name is not None:
             names[d] = name
