@@ -244,7 +244,7 @@ def test_a_deep_allocation_tree_is_read_without_recursion(tmp_path: Path) -> Non
     assert g.allocations.stack(g.strings, 2, limit=3)[0].function == "f"
 
 
-def test_luau_functions_are_located_at_their_proto(tmp_path: Path) -> None:
+def test_luau_functions_are_located_at_their_proto_threads_where_they_run(tmp_path: Path) -> None:
     objects = sample_objects()
     path = tmp_path / "dump.json"
     path.write_text(dump_text(objects, SAMPLE_ROOTS))
@@ -254,7 +254,8 @@ def test_luau_functions_are_located_at_their_proto(tmp_path: Path) -> None:
     for address, obj in objects.items():
         node = by_address[address]
         proto = objects.get(obj.get("proto", "")) if obj["type"] == "function" else obj
-        if obj["type"] in ("function", "proto") and proto is not None and "source" in proto:
+        # A thread is located where it runs: its own source and line.
+        if obj["type"] in ("function", "proto", "thread") and proto is not None and "source" in proto:
             assert location_of(g, node) == f"{proto['source'].lstrip('@')}:{proto['line']}"
         else:
             assert location_of(g, node) is None
