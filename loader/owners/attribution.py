@@ -57,13 +57,6 @@ class OwnerLevel:
     owner: np.ndarray  # int32[n], an index into ``names``; -1 for the root, synthetic and unreached objects
     names: tuple[str, ...]  # the owners program structure named, then SHARED and UNKNOWN
 
-    def rows(self, result: Analysis) -> tuple[BucketRow, ...]:
-        """Per owner: objects, self size, retained size (outermost members), largest first."""
-        return owner_totals(result, self)
-
-    def names_of(self, codes: np.ndarray) -> list[str]:
-        return [self.names[int(c)] for c in codes.tolist()]
-
 
 @dataclass(frozen=True)
 class Owners:
