@@ -217,20 +217,25 @@ def test_a_capture_streams_over_a_socket(triggers: tuple[mono.Build, Path]) -> N
 
 
 def run_until_captured(triggers: tuple[mono.Build, Path], mode: str, options: list[str], expected: list[str]) -> None:
-    """Run the trigger program in ``mode``; once it is ready, signal it (mode "signal"), wait until
-    the captures ``expected`` (paths, ``{pid}`` for the pid) are complete, and let it end."""
+    """Run the trigger program in ``mode``. For each capture in ``expected`` (a path, ``{pid}`` for
+    the pid), in order: once the program is ready, signal it (mode "signal"), wait until the capture
+    is complete, and let the program go on."""
     built, exe = triggers
     argv = mono.mono_command(str(exe), [mode, str(MARKERS)], options)
     proc = subprocess.Popen(argv, env=mono.environment(built), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None and proc.stdin is not None
-    assert proc.stdout.readline().strip() == "ready"
-    if mode == "signal":
-        proc.send_signal(signal.SIGUSR2)
-    paths = [Path(p.format(pid=proc.pid)) for p in expected]
-    deadline = time.monotonic() + 60
-    while not all(p.exists() and markers_found(p) for p in paths) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    proc.stdin.write("\n")
+    paths = []
+    for pattern in expected:
+        assert proc.stdout.readline().strip() == "ready"
+        if mode == "signal":
+            proc.send_signal(signal.SIGUSR2)
+        path = Path(pattern.format(pid=proc.pid))
+        deadline = time.monotonic() + 60
+        while not (path.exists() and markers_found(path)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+        paths.append(path)
     proc.stdin.close()
     assert proc.wait(30) == 0
     assert all(markers_in(p) == MARKERS for p in paths)
