@@ -273,12 +273,43 @@ def outermost_members(
     found below an object of that type further down, through other types. This is Chrome DevTools'
     rule for a constructor's retained size in its Summary view.
     """
-    n = idom.shape[0]
-    dominated = np.flatnonzero(idom >= 0)
-    order = dominated[np.argsort(idom[dominated], kind="stable")]
-    child_start = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(idom[dominated], minlength=n), out=child_start[1:])
-    return kernels.outermost(root, child_start, order.astype(np.int32), group.astype(np.int64), member, group_count)
+    start, children = dominator_tree(idom)
+    return kernels.outermost(root, start, children, group, member, group_count)
+
+
+Tree = tuple[np.ndarray, np.ndarray]  # the dominator tree's children: start (int64[n + 1]), children (int32)
+
+
+def dominator_tree(idom: np.ndarray) -> Tree:
+    """Each object's children in the dominator tree, ``children[start[v]:start[v + 1]]``: a counting
+    pass, linear in objects and twelve bytes each (a sort by dominator took five times the time and
+    memory on 24 million objects). Build it once where several totals walk the same tree."""
+    start, children = kernels.dominator_children(idom)
+    return start, children
+
+
+Figures = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # objects, self size, retained size, largest member
+
+
+def group_figures(
+    result: Analysis, group: np.ndarray, count: int, tree: Tree | None = None, self_size: np.ndarray | None = None
+) -> Figures:
+    """Per group (``group``: int[n], -1 for none, below ``count``): members, self size, retained
+    size of its outermost members (each byte once, :func:`outermost_members`' rule), and its member
+    retaining most (a node index, -1 for none; ties: the lowest id), in one walk down the dominator
+    tree (``tree`` when already built). ``self_size``: sizes to add up other than the analysis' own."""
+    start, children = tree if tree is not None else dominator_tree(result.idom)
+    figures: Figures = kernels.group_totals(
+        result.root,
+        start,
+        children,
+        np.ascontiguousarray(group, dtype=np.int32),
+        count,
+        result.self_size if self_size is None else self_size,
+        result.retained_size,
+        result.ids,
+    )
+    return figures
 
 
 def devtools_self_sizes(graph: HeapGraph) -> np.ndarray:

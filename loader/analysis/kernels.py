@@ -627,3 +627,79 @@ def spread_down(idom, root, seed):
             label[chain[i]] = found
             done[chain[i]] = True
     return label
+
+
+@njit(cache=True)
+def dominator_children(idom):
+    """The dominator tree as lists of children: ``start`` (int64[n + 1]) and ``children``
+    (int32[n - roots]), each object's children at ``children[start[v]:start[v + 1]]``, in index
+    order. A counting pass, linear (an argsort of ``idom`` would be n log n), filling each list from
+    its end so that ``start`` itself serves as the cursor (no second array of n positions)."""
+    n = idom.shape[0]
+    start = np.zeros(n + 1, dtype=np.int64)
+    for v in range(n):
+        if idom[v] >= 0:
+            start[idom[v] + 1] += 1
+    for v in range(n):
+        start[v + 1] += start[v]
+    # start[p + 1] is where p's list ends; filled backwards, it ends up where p's list begins.
+    children = np.empty(start[n], dtype=np.int32)
+    for v in range(n - 1, -1, -1):
+        p = idom[v]
+        if p >= 0:
+            start[p + 1] -= 1
+            children[start[p + 1]] = v
+    total = children.shape[0]
+    for v in range(n):
+        start[v] = start[v + 1]
+    start[n] = total
+    return start, children
+
+
+@njit(cache=True)
+def group_totals(root, start, children, group, group_count, self_size, retained_size, ids):
+    """Per group (``group``: int32[n], -1 for none): its members, their self sizes, its retained
+    size (its outermost members': none of the group's members dominates them, so each byte counts
+    once) and its member retaining most (ties: the lowest id), by one walk down the dominator tree
+    counting each group's members on the current branch."""
+    objects = np.zeros(group_count, dtype=np.int64)
+    own = np.zeros(group_count, dtype=np.int64)
+    retained = np.zeros(group_count, dtype=np.int64)
+    best = np.full(group_count, -1, dtype=np.int64)  # a node index
+    open_members = np.zeros(group_count, dtype=np.int64)
+    n = group.shape[0]
+    stack = np.empty(n, dtype=np.int32)
+    cursor = np.empty(n, dtype=np.int64)
+    top = 0
+    stack[0] = root
+    cursor[0] = start[root]
+    w = root
+    while True:
+        g = group[w]  # w: just entered
+        if g >= 0:
+            if open_members[g] == 0:
+                retained[g] += retained_size[w]
+            open_members[g] += 1
+            objects[g] += 1
+            own[g] += self_size[w]
+            b = best[g]
+            if (
+                b < 0
+                or retained_size[w] > retained_size[b]
+                or (retained_size[w] == retained_size[b] and ids[w] < ids[b])
+            ):
+                best[g] = w
+        # Down to the next child not yet entered, or up (leaving) until there is one.
+        while top >= 0 and cursor[top] == start[stack[top] + 1]:
+            v = stack[top]
+            if group[v] >= 0:
+                open_members[group[v]] -= 1
+            top -= 1
+        if top < 0:
+            break
+        w = children[cursor[top]]
+        cursor[top] += 1
+        top += 1
+        stack[top] = w
+        cursor[top] = start[w]
+    return objects, own, retained, best

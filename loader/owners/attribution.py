@@ -31,9 +31,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from heapdb.loader.analysis import Analysis, spread_down
+from heapdb.loader.analysis import Analysis, Tree, group_figures, spread_down
 from heapdb.loader.graph import HeapGraph
-from heapdb.loader.owners.kernels import MANY, NONE, dominator_children, group_totals, reaching_owners
+from heapdb.loader.owners.kernels import MANY, NONE, reaching_owners
 from heapdb.loader.rules.summary import BucketRow
 
 SHARED = "@shared"  # reached from two or more owners' objects, dominated by none
@@ -154,7 +154,7 @@ def attribute(
 def owner_totals(result: Analysis, level: OwnerLevel, tree: Tree | None = None) -> tuple[BucketRow, ...]:
     """Per owner of ``level`` with a reached object: its objects, self size and retained size (its
     outermost members', each byte once) and its largest member's retained size, largest retained
-    first. ``tree``: the dominator tree's children (:func:`dominator_tree`), when already at hand."""
+    first. ``tree``: the dominator tree's children (:func:`~heapdb.loader.analysis.dominator_tree`), when already at hand."""
     objects, own, retained, best = group_figures(result, level.owner, len(level.names), tree)
     rows = [
         BucketRow(level.names[k], int(objects[k]), int(own[k]), int(retained[k]), int(result.retained_size[best[k]]))
@@ -162,33 +162,3 @@ def owner_totals(result: Analysis, level: OwnerLevel, tree: Tree | None = None) 
     ]
     rows.sort(key=lambda r: (-r.retained_size, r.name))
     return tuple(rows)
-
-
-Tree = tuple[np.ndarray, np.ndarray]  # the dominator tree's children: start (int64[n + 1]), children
-
-
-def dominator_tree(result: Analysis) -> Tree:
-    """Each object's children in the dominator tree (kernels.dominator_children), built once for
-    every table of one analysis."""
-    start, children = dominator_children(result.idom)
-    return start, children
-
-
-Figures = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # objects, self size, retained size, largest member
-
-
-def group_figures(result: Analysis, group: np.ndarray, count: int, tree: Tree | None = None) -> Figures:
-    """Per group (``group``: int[n], -1 for none, below ``count``): members, self size, retained
-    size of its outermost members, and its member retaining most (a node index, -1 for none)."""
-    start, children = tree if tree is not None else dominator_tree(result)
-    figures: Figures = group_totals(
-        result.root,
-        start,
-        children,
-        np.ascontiguousarray(group, dtype=np.int32),
-        count,
-        result.self_size,
-        result.retained_size,
-        result.ids,
-    )
-    return figures

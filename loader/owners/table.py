@@ -16,9 +16,9 @@ import numpy as np
 from heapdb.units import human_bytes
 
 if TYPE_CHECKING:
-    from heapdb.loader.analysis import Analysis
+    from heapdb.loader.analysis import Analysis, Figures
     from heapdb.loader.graph import HeapGraph
-    from heapdb.loader.owners.attribution import Figures, OwnerLevel, Owners
+    from heapdb.loader.owners.attribution import OwnerLevel, Owners
 
 KEPT = 500  # rows per level a load keeps (a Node app has hundreds of files, a JVM hundreds of packages)
 TYPES_KEPT = 10  # types kept per owner of the first level (a Luau category's, as heapgraph.py filters one)
@@ -108,11 +108,11 @@ def owners_table(
 
 def owner_table(source: str, graph: HeapGraph, result: Analysis, owners: Owners) -> OwnerTable:
     """Every level's rows, as a load keeps them; the first level's with their types."""
-    from heapdb.loader.owners.attribution import dominator_tree, group_figures
+    from heapdb.loader.analysis import dominator_tree, group_figures
 
     if not owners.levels:
         return OwnerTable(source, ())
-    tree = dominator_tree(result)
+    tree = dominator_tree(result.idom)
     figures = [group_figures(result, lv.owner, len(lv.names), tree) for lv in owners.levels]
     pairs, keys, width, type_codes = _owner_type_pairs(graph, owners.levels[0])
     types = _owner_types(graph, group_figures(result, pairs, keys.shape[0], tree), keys, width, type_codes)

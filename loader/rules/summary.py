@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from heapdb.loader.analysis import IGNORED, WEAK_WEIGHT, Analysis, outermost_members
+from heapdb.loader.analysis import IGNORED, WEAK_WEIGHT, Analysis, group_figures
 from heapdb.loader.graph import HeapGraph
 from heapdb.loader.rules.compiler import CompiledRules
 
@@ -129,8 +129,7 @@ def known_leak_rows(result: Analysis, compiled: CompiledRules) -> tuple[KnownLea
 
     covered = spread_down(result, compiled.known_leak).astype(np.int32)
     reasons = tuple(str(i) for i in range(len(compiled.known_leaks)))  # by rule: two may share a reason
-    r = result
-    rows = bucket_totals(r.idom, r.root, r.reachable, r.self_size, r.retained_size, covered, reasons)
+    rows = bucket_totals(result, covered, reasons)
     found = []
     for row in rows:
         rule = compiled.known_leaks[int(row.name)]
@@ -141,41 +140,25 @@ def known_leak_rows(result: Analysis, compiled: CompiledRules) -> tuple[KnownLea
 
 def bucket_rows(result: Analysis, compiled: CompiledRules) -> tuple[BucketRow, ...]:
     """Per bucket: reached members, their self sizes, and the retained size of the outermost ones."""
-    r = result
-    return bucket_totals(
-        r.idom, r.root, r.reachable, r.self_size, r.retained_size, compiled.bucket, compiled.bucket_names
-    )
+    return bucket_totals(result, compiled.bucket, compiled.bucket_names)
 
 
 def bucket_totals(
-    idom: np.ndarray,
-    root: int,
-    reachable: np.ndarray,
-    sizes: np.ndarray,
-    retained_sizes: np.ndarray,
-    bucket: np.ndarray,
-    names: tuple[str, ...],
+    result: Analysis, bucket: np.ndarray, names: tuple[str, ...], self_size: np.ndarray | None = None
 ) -> tuple[BucketRow, ...]:
-    """:func:`bucket_rows` from an analysis' arrays and each object's bucket (an index into ``names``,
-    -1 for none): what ``analyze --rules`` prints and what a load stores on its snapshot
-    (``buckets``, which ``diff --by bucket`` compares), computed in this one place."""
+    """:func:`bucket_rows` from an analysis and each object's bucket (an index into ``names``, -1 for
+    none): what ``analyze --rules`` prints and what a load stores on its snapshot (``buckets``, which
+    ``diff --by bucket`` compares), computed in this one place. ``self_size``: the sizes to add up,
+    when not the analysis' own (a load adds up the graph's)."""
     count = len(names)
     if count == 0:
         return ()
-    member = (bucket >= 0) & reachable
-    member[root] = False
-    group = np.where(member, bucket, 0)
-    outer = outermost_members(idom, root, group, member, count)
-    objects = np.bincount(bucket[member], minlength=count)
-    self_size = np.zeros(count, dtype=np.int64)
-    np.add.at(self_size, bucket[member], sizes[member])
-    retained = np.zeros(count, dtype=np.int64)
-    np.add.at(retained, bucket[outer], retained_sizes[outer])
-    largest = np.zeros(count, dtype=np.int64)
-    np.maximum.at(largest, bucket[member], retained_sizes[member])
+    member = (bucket >= 0) & result.reachable
+    member[result.root] = False
+    objects, own, retained, best = group_figures(result, np.where(member, bucket, -1), count, self_size=self_size)
+    largest = np.where(best >= 0, result.retained_size[np.maximum(best, 0)], 0)
     rows = [
-        BucketRow(name, int(objects[b]), int(self_size[b]), int(retained[b]), int(largest[b]))
-        for b, name in enumerate(names)
+        BucketRow(name, int(objects[b]), int(own[b]), int(retained[b]), int(largest[b])) for b, name in enumerate(names)
     ]
     rows.sort(key=lambda r: (-r.retained_size, r.name))
     return tuple(rows)

@@ -269,12 +269,9 @@ class LoadInput:
         retained size of its outermost members only, each byte once). Empty without bucket rules.
         Stored on the ``:Snapshot`` as ``buckets`` (:meth:`buckets_property`), which ``diff --by
         bucket`` compares."""
-        if self.bucket is None or not self.bucket_names:
+        if self.bucket is None or not self.bucket_names or self.analysis is None:
             return []
-        g = self.graph
-        rows = bucket_totals(
-            self.idom, g.root, self.reachable, g.self_size, self.retained_size, self.bucket, self.bucket_names
-        )
+        rows = bucket_totals(self.analysis, self.bucket, self.bucket_names, self_size=self.graph.self_size)
         return [asdict(row) for row in rows]
 
     def buckets_property(self) -> dict[str, str]:
