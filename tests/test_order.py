@@ -12,7 +12,7 @@ import pytest
 
 from heapdb.loader import analysis, formats
 from heapdb.loader.store import LoadInput
-from heapdb.loader.store.order import MIN_DESCENT_PERCENT, early_suspect_floor, write_order
+from heapdb.loader.store.order import MIN_DESCENT_PERCENT, early_suspect_floor, nearest_first, write_order
 
 
 def test_the_first_objects_are_those_early_answers_name_closed_under_both_trees(leak_snapshot: Path) -> None:
@@ -79,3 +79,14 @@ def test_the_root_groups_listed_and_their_bound(leak_snapshot: Path, monkeypatch
     assert data.root_groups_property() == {"root_group_ids": listed}
     monkeypatch.setattr(summaries, "MAX_ROOT_GROUPS", len(listed) - 1)
     assert data.root_groups_property() == {}
+
+
+@pytest.mark.parametrize("farthest", [0, 7, 40_000])
+def test_objects_go_nearest_first_and_the_unreachable_last(farthest: int) -> None:
+    """Both ways of sorting (16-bit keys while distances fit, else 64-bit) give the same order as a
+    plain sort: by distance, ties in index order, the unreachable (-1) after every reached object."""
+    distance = np.random.default_rng(farthest).integers(-1, farthest + 1, 5_000).astype(np.int32)
+    order = nearest_first(distance)
+    expected = sorted(range(distance.size), key=lambda i: (distance[i] < 0, int(distance[i]), i))
+    assert order.tolist() == expected
+    assert distance[order[-1]] == -1
