@@ -112,13 +112,14 @@ def compile_java(work: Path) -> Path:
     return classes
 
 
-def make_dump(work: Path, classes: Path, customers: int) -> Path:
+def make_dump(work: Path, classes: Path, customers: int, xmx_gb: int | None = None) -> Path:
     """``BigHeap`` with ``customers`` customers, dumped live by ``jcmd``; reused when present."""
     dump = work / f"bigheap-{customers}.hprof"
     if dump.exists():
         return dump
-    # Compressed oops stay on below 32 GB; the heap needs about 1.8 KB per customer.
-    xmx = f"-Xmx{max(1, customers * 8 // 1_000_000 + 1)}g"
+    # Compressed oops stay on below 32 GB; the heap needs about 1.8 KB per customer (a 10 GB dump,
+    # 4.4 million customers, wants --xmx 14: the default's headroom would leave compressed oops).
+    xmx = f"-Xmx{xmx_gb or max(1, customers * 8 // 1_000_000 + 1)}g"
     proc = subprocess.Popen(
         ["java", xmx, "-cp", str(classes), "BigHeap", str(customers)], stdout=subprocess.PIPE, text=True
     )
@@ -270,13 +271,14 @@ def report(dump: Path, runs: dict[str, Any]) -> None:
     loads = " / ".join(f"{r['load'][0]} -> {r['load'][1]}" for r in heapdb)
     print(
         f"| heapdb | `heapdb analyze --json` (whole command) | {best['wall_s']:.1f} ({walls}) | {best['cpu_s']:.1f} | "
-        f"{best['peak_rss_mib']:,.0f} | {loads} |"
+        f"{best['peak_rss_mib']:,.0f} ({best['peak_rss_mib'] * 2**20 / size:.2f}x the dump) | {loads} |"
     )
     lp = f"{phases['load'][0]} -> {phases['load'][1]}"
     print(
         f"| heapdb | in process: imports | {phases['import_s']:.1f} | | {phases['hwm_imports_mib']:,.0f} (VmHWM) | {lp} |"
     )
-    print(f"| heapdb | in process: `read_graph` | {phases['read_s']:.1f} | | {phases['hwm_read_mib']:,.0f} (VmHWM) | |")
+    read_peak = f"{phases['hwm_read_mib']:,.0f} (VmHWM; {phases['hwm_read_mib'] * 2**20 / size:.2f}x the dump)"
+    print(f"| heapdb | in process: `read_graph` | {phases['read_s']:.1f} | | {read_peak} | |")
     print(
         f"| heapdb | in process: `analyze` | {phases['analyse_s']:.1f} | | {phases['hwm_analyse_mib']:,.0f} (VmHWM) | |"
     )
@@ -322,6 +324,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--work", type=Path, default=Path("/tmp/heapdb-hprof-bench"), help="dump and classes cache")
     parser.add_argument("--customers", type=int, default=480_000, help="BigHeap's size: 480,000 give ~1.1 GB")
+    parser.add_argument("--xmx", type=int, help="BigHeap's -Xmx in GB (default: 8 KB per customer)")
     parser.add_argument("--dump", type=Path, help="an existing .hprof to use instead of generating one")
     parser.add_argument("--repeat", type=int, default=2, help="heapdb runs (the fastest is reported)")
     parser.add_argument("--visualvm-repeat", type=int, default=1, help="VisualVM runs; 0 skips VisualVM")
@@ -339,7 +342,7 @@ def main() -> None:
 
     args.work.mkdir(parents=True, exist_ok=True)
     classes = compile_java(args.work)
-    dump = args.dump or make_dump(args.work, classes, args.customers)
+    dump = args.dump or make_dump(args.work, classes, args.customers, args.xmx)
     print(f"load average at start: {load()}", file=sys.stderr)
     runs: dict[str, Any] = {"dump": str(dump), "size": dump.stat().st_size, "heapdb": [], "visualvm": []}
     heapdb_analyze(dump)  # numba's kernel cache and the page cache warm, as for any second run

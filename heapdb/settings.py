@@ -421,6 +421,17 @@ MLPD_HEAPSHOT = Variable(
     help="Which heapshot of a Mono log-profiler file (`.mlpd`) heapdb reads: 1 the first, 2 the second, "
     "and so on; 0 the last.",
 )
+# A reader's arrays are about the dump's size (docs/analysis.md, Memory); the analysis after it
+# needs about half as much again, which the rest of the available memory leaves room for.
+READ_MEMORY_SHARE = 60  # percent of the memory available when a read starts
+READ_MEMORY = Variable(
+    name="HEAPDB_READ_MEMORY",
+    parse=byte_count(0),
+    default_text=f"{READ_MEMORY_SHARE}% of the memory available when the read starts (`MemAvailable`)",
+    help="Bytes of arrays the hprof reader keeps in memory; past them it puts its further arrays in "
+    "memory-mapped files under `$XDG_CACHE_HOME/heapdb/spill`, deleted as it goes, so that a dump too "
+    "big for the memory is read at disk speed rather than failing. 0: every array in a file.",
+)
 
 # A Neo4j of one's own (docs/scaling.md): NEO4J_URI turns it on. An empty user or password is a value.
 NEO4J_URI = Variable(

@@ -193,10 +193,12 @@ class HeapGraph:
         counts = np.diff(self.edge_start)
         return np.repeat(np.arange(self.node_count, dtype=np.int32), counts)
 
-    def validate(self) -> None:
+    def validate(self, ids_checked: bool = False) -> None:
         """Check shapes, dtypes and index ranges; raise ValueError naming the first problem.
 
         Readers call this before returning, so analysis kernels can index without bounds checks.
+        ``ids_checked``: the reader has found every id once already (hprof's id table does), so the
+        check for a repeated id, whose temporaries cost two more id columns, is not run again.
         """
         n, m = self.node_count, self.edge_count
         expect = {
@@ -246,7 +248,7 @@ class HeapGraph:
             named = ~np.isin(self.edge_kind[lo:hi], numeric)
             if named.any() and self.edge_name[lo:hi][named].max() >= strings:
                 raise ValueError("an edge's name is not a string index")
-        if _has_duplicates(self.ids):
+        if not ids_checked and _has_duplicates(self.ids):
             raise ValueError("object ids are not unique")
         if self.locations is not None:
             self.locations.validate(n, strings)

@@ -6,6 +6,9 @@ Read: ``JAVA PROFILE 1.0.1``, ``1.0.2`` (HotSpot's ``jcmd PID GC.heap_dump``, ``
 version text, a NUL, the u4 identifier size, a u8 timestamp) and then records ``u1 tag, u4 time,
 u4 length, body``; all numbers are big-endian.
 
+Why this module is long: this docstring is the format's whole description as heapdb reads it (about
+150 lines), and the reader's code below follows it step by step.
+
 How it is read (never a Python object per heap object):
 
 1. the file is memory-mapped; a numba kernel walks the top-level records and keeps the positions of
@@ -13,15 +16,25 @@ How it is read (never a Python object per heap object):
    heap-dump (0x0C, 0x1C) records; other records (thread starts, CPU samples...) are skipped by their
    length. Frames and traces are decoded with numpy into flat arrays (see "Stack traces" below);
 2. a numba kernel walks the heap-dump sub-records twice (count, then fill) into flat arrays: one row
-   per object (id, kind, class id, data position and length), per GC root, per class dump;
+   per object (id, kind, class id, element type, data position and length), per GC root, per class
+   dump. The ids and kinds go straight into the graph's columns (the count says where the objects'
+   nodes start); the data positions and lengths are the values' (:class:`FieldValues`);
 3. class dumps (one per loaded class: thousands, not millions) are decoded in Python into a flat
    field layout per class, the class's own instance fields first, then its super class's, as
    ``INSTANCE_DUMP`` stores them; only the names of classes and fields are decoded from ``STRING``
    records, looked up by binary search over the string ids;
 4. a numba kernel reads every instance's object fields and every object array's elements through
-   those layouts (count, then fill), resolving each target id through the id hash table snap.bin's
-   reader uses (:class:`~heapdb.loader.formats.snapbin.ids.IdIndex`), and writes the edges straight
-   into the graph's CSR arrays (objects come in node order, so nothing is sorted).
+   those layouts (count, then fill), resolving each target id through a hash table of node indexes
+   hashed as snap.bin's :class:`~heapdb.loader.formats.snapbin.ids.IdIndex` (4 bytes a slot: the
+   keys are read from the ids column), and writes the edges straight into the graph's CSR arrays
+   (objects come in node order, so nothing is sorted);
+5. the types, shallow sizes and field layouts are written by one more kernel (:mod:`.objects`).
+
+Memory (docs/analysis.md, "The hprof reader's memory"): every big array is made once, in its final
+place where it can be (through :class:`~heapdb.loader.formats.spill.Arrays`, which puts them in
+memory-mapped files past ``HEAPDB_READ_MEMORY``), and each temporary one is freed before the next is
+made; the file's pages are released from the process as each pass leaves them behind
+(:meth:`.dump.Dump.release`). So the reader's peak is the graph and its values and little more.
 
 The package: this module is the reader (it walks the file and assembles the graph; the format's
 interface, ``sniff``/``read_graph``, lives here), the record layouts and error codes are in
@@ -126,18 +139,15 @@ from heapdb.loader.formats.hprof.classes import ClassDumps
 from heapdb.loader.formats.hprof.dump import Dump
 from heapdb.loader.formats.hprof.layout import (
     ARRAY_CLASS_BY_TYPE,
-    ARRAY_OVERHEAD,
     BASIC_TYPES,
     ERRORS,
-    K_INSTANCE,
-    K_PRIM_ARRAY,
     KIND_CLASS,
+    NODATA,
     NODE_KINDS,
     ROOT_KINDS,
     ST_DANGLING,
     ST_ERROR,
     ST_ERROR_AT,
-    SUB_PRIM_ARRAY_NODATA,
     TAG_HEAP_DUMP,
     TAG_HEAP_DUMP_END,
     TAG_HEAP_DUMP_SEGMENT,
@@ -145,9 +155,19 @@ from heapdb.loader.formats.hprof.layout import (
     align,
     java_name,
 )
-from heapdb.loader.formats.hprof.scan import object_edges, resolve_ids, scan_records, walk_heap_records
+from heapdb.loader.formats.hprof.objects import class_indexes, instance_fits, object_nodes
+from heapdb.loader.formats.hprof.scan import (
+    EDGE_RUN,
+    index_ids,
+    object_edges,
+    record_start,
+    resolve_ids,
+    scan_records,
+    walk_heap_records,
+)
 from heapdb.loader.formats.hprof.traces import StackTraces
-from heapdb.loader.formats.snapbin.ids import IdIndex
+from heapdb.loader.formats.snapbin.ids import table_bits
+from heapdb.loader.formats.spill import Arrays
 from heapdb.loader.formats.text import safe_strings
 from heapdb.loader.graph import ROOT_NAME, SYNTHETIC_KIND, EdgeKind, HeapGraph, root_kind_node_name
 from heapdb.loader.values import FieldValues
@@ -181,23 +201,20 @@ def read_graph(path: str | os.PathLike[str], on_bytes: ByteProgress | None = Non
     if id_size not in (4, 8):
         raise FormatError(path, f"the identifier size is {id_size}, expected 4 or 8", offset=at)
     timestamp = int.from_bytes(head[at + 4 : at + 12], "big")
-    # A plain ndarray view of the mapping (numba takes no memmap subclass); it keeps the mapping alive.
-    buf = np.asarray(np.memmap(path, dtype=np.uint8, mode="r"))
-    try:
-        dump = Dump(path, buf, id_size, at + 12)
-        return _Reader(dump, version.decode()[len("JAVA PROFILE ") :], timestamp, on_bytes).read()
-    finally:
-        del buf
+    with Arrays() as arrays:
+        dump = Dump(path, id_size, at + 12)
+        return _Reader(dump, version.decode()[len("JAVA PROFILE ") :], timestamp, on_bytes, arrays).read()
 
 
 class _Reader:
     """Drives one read: the records, the heap-dump walk, then the graph (see the module docstring)."""
 
-    def __init__(self, dump: Dump, version: str, timestamp: int, on_bytes: ByteProgress | None) -> None:
+    def __init__(self, dump: Dump, version: str, timestamp: int, on_bytes: ByteProgress | None, arrays: Arrays) -> None:
         self.dump = dump
         self.version = version
         self.timestamp = timestamp
         self._on_bytes = on_bytes
+        self.arrays = arrays
         self.reported = 0
         self.dangling = 0
 
@@ -227,10 +244,35 @@ class _Reader:
                 "the segmented heap dump has no HEAP_DUMP_END after its last segment: the file is truncated",
                 len(self.dump.buf),
             )
-        rows = walk_heap_records(self.dump.buf, self.dump.id_size, h_off, h_len, self._check, self._progress)
+        rows = walk_heap_records(
+            buf, self.dump.id_size, h_off, h_len, self._check, self._progress, self.dump.release, self._columns
+        )
         graph = self._assemble(rows)
         self._progress(len(self.dump.buf) - self.reported)  # the records read only in part, or skipped
+        self.dump.release(0, len(buf))  # the names and class dumps read last; values read back what they show
         return graph
+
+    def _columns(self, n_obj: int, n_class: int, seen: np.ndarray, heaps: bool) -> dict[str, np.ndarray]:
+        """The walk's object rows, once it has counted them: the graph's own id, kind (and heap)
+        columns from the first object's node on, which the class dumps and the root kinds seen
+        decide (see the module docstring); the rest in arrays of their own."""
+        self.root_kinds_used = np.flatnonzero(seen).tolist()
+        self.first_class = 1 + len(self.root_kinds_used)
+        self.first_obj = self.first_class + n_class
+        n = self.n = self.first_obj + n_obj
+        a = self.arrays
+        self.ids, self.node_kind = a.zeros(n, np.int64), a.zeros(n, np.uint8)
+        self.heap = a.zeros(n if heaps else 0, np.uint8)
+        first = self.first_obj
+        return {
+            "obj_id": self.ids[first:],
+            "obj_kind": self.node_kind[first:],
+            "obj_class": a.zeros(n_obj, np.int64),  # class ids, until they are class indexes (_assemble)
+            "obj_elem": a.zeros(n_obj, np.uint8),
+            "obj_off": a.zeros(n_obj, np.int64),
+            "obj_len": a.zeros(n_obj, np.int64),
+            "obj_heap": self.heap[first:],
+        }
 
     def _progress(self, n: int) -> None:
         self.reported += n
@@ -246,30 +288,64 @@ class _Reader:
             raise self.dump.error(problem, at)
 
     def _assemble(self, rows: dict[str, np.ndarray]) -> HeapGraph:
-        id_size = self.dump.id_size
+        """The graph from the walk's rows. Each big array is made once, in its final place where it
+        can be, and each temporary one is freed before the next is made: the reader's peak is the
+        graph's own arrays and a few columns more (docs/analysis.md, Memory)."""
+        id_size, arrays = self.dump.id_size, self.arrays
         intern = self.dump.strings.intern
         dumps = ClassDumps(self.dump, rows)
         classes = dumps.classes
         class_ids = np.asarray([c["id"] for c in classes], dtype=np.int64)
         class_names = [self.dump.class_name(c["id"]) for c in classes]
-
-        root_kinds_used = sorted(set(rows["root_kind"].tolist()))
-        kind_node = {k: 1 + i for i, k in enumerate(root_kinds_used)}
-        first_class = 1 + len(root_kinds_used)
-        first_obj = first_class + len(classes)
-        n_obj = len(rows["obj_id"])
-        n = first_obj + n_obj
-
-        ids = np.zeros(n, dtype=np.int64)
+        kind_node = {k: 1 + i for i, k in enumerate(self.root_kinds_used)}
+        first_class, first_obj, n = self.first_class, self.first_obj, self.n
+        ids, node_kind = self.ids, self.node_kind
+        obj_kind, obj_elem, obj_off, obj_len = rows["obj_kind"], rows["obj_elem"], rows["obj_off"], rows["obj_len"]
+        n_obj = len(obj_kind)
         ids[:first_class] = np.arange(1, first_class + 1)
         ids[first_class:first_obj] = class_ids
-        ids[first_obj:] = rows["obj_id"]
-        index = IdIndex(ids)
-        duplicate = index.duplicate()
-        if duplicate is not None:
-            later = duplicate[1]
+        node_kind[first_class:first_obj] = KIND_CLASS
+
+        # Objects' classes: class ids -> indexes; primitive arrays by their element type's array class.
+        array_class = {name: i for i, name in enumerate(class_names)}
+        prim_class = np.full(128, -1, dtype=np.int32)
+        prim_type = np.zeros(128, dtype=np.int32)
+        for code, descriptor in ARRAY_CLASS_BY_TYPE.items():
+            tname = java_name(descriptor)
+            prim_class[code] = array_class.get(tname, -1)
+            prim_type[code] = intern(tname)
+        class_order = np.argsort(class_ids).astype(np.int32)
+        # Each object's class index lives in its type's place until object_nodes turns it into the
+        # type (element by element): a column fewer at the reader's peak, the edges' pass.
+        type_ = arrays.zeros(n, np.int32)
+        cls_index = type_[first_obj:]
+        class_indexes(
+            obj_kind, rows.pop("obj_class"), obj_elem, class_ids[class_order], class_order, prim_class, cls_index
+        )
+
+        field_bytes = dumps.field_bytes()
+        # Layouts only for classes with an instance of the right length (a wrong one is an error below):
+        # its class's field bytes, or more where a super class is missing (its fields come last).
+        fits = arrays.zeros(n_obj, np.uint8)
+        used_mask = np.zeros(len(classes), dtype=np.bool_)
+        unknown, incomplete = instance_fits(obj_kind, cls_index, obj_len, field_bytes, dumps.complete, fits, used_mask)
+        used = np.flatnonzero(used_mask)
+        own_start, own_off, own_name, own_weak, parent, declaring, weak_label = dumps.reference_fields(used)
+        value_index, value_layouts = dumps.value_layouts(used)
+        # The nodes' names, interned before the edges' as the graph's strings have always had them.
+        synthetic, root_name = intern(SYNTHETIC_KIND), intern(ROOT_NAME)
+        kind_names = {node: intern(root_kind_node_name(ROOT_KINDS[k])) for k, node in kind_node.items()}
+        class_type = np.asarray([intern(t) for t in class_names] + [intern("(unknown class)")], dtype=np.int32)
+        class_class = intern("java.lang.Class")
+
+        # The id table, in a dict so that it can be dropped as soon as the edges are read.
+        table = {"slots": arrays.full(1 << (bits := table_bits(n)), -1, np.int32)}
+        duplicate = index_ids(ids, table["slots"], bits)
+        if duplicate[1] >= 0:
+            later = int(duplicate[1])
             if later >= first_obj:
-                at = int(rows["obj_rec"][later - first_obj])
+                k = later - first_obj
+                at = int(record_start(int(obj_kind[k]), int(obj_off[k]), id_size))
             elif later >= first_class:
                 at = int(classes[later - first_class]["offset"])
             else:
@@ -279,86 +355,8 @@ class _Reader:
         def resolve(targets: np.ndarray) -> np.ndarray:
             """Node indexes of ``targets`` (-1 for null or where no object has that id)."""
             found = np.zeros(len(targets), dtype=np.int32)
-            resolve_ids(index.keys, index.slots, index.bits, targets.astype(np.int64, copy=False), found)
+            resolve_ids(ids, table["slots"], bits, targets.astype(np.int64, copy=False), found)
             return found
-
-        # Objects' classes.
-        obj_kind = rows["obj_kind"]
-        obj_class = rows["obj_class"]
-        class_order = np.argsort(class_ids)
-        sorted_class_ids = class_ids[class_order]
-
-        def class_index(targets: np.ndarray) -> np.ndarray:
-            if not len(sorted_class_ids):
-                return np.full(len(targets), -1, dtype=np.int64)
-            pos = np.searchsorted(sorted_class_ids, targets)
-            pos[pos >= len(sorted_class_ids)] = 0
-            return np.where(sorted_class_ids[pos] == targets, class_order[pos], -1).astype(np.int64)
-
-        # Primitive arrays: obj_class holds the element type code; their class is the array class by name.
-        array_class = {name: i for i, name in enumerate(class_names)}
-        prim_class = np.full(256, -1, dtype=np.int64)
-        prim_type_name = {}
-        for code, descriptor in ARRAY_CLASS_BY_TYPE.items():
-            tname = java_name(descriptor)
-            prim_class[code] = array_class.get(tname, -1)
-            prim_type_name[code] = intern(tname)
-        is_prim = obj_kind == K_PRIM_ARRAY
-        cls_index = class_index(obj_class)
-        cls_index[is_prim] = prim_class[obj_class[is_prim] & 0xFF]
-        instances = (obj_kind == K_INSTANCE) & (cls_index >= 0)
-        field_bytes = dumps.field_bytes()
-        # Layouts only for classes with an instance of the right length (a wrong one is an error below):
-        # its class's field bytes, or more where a super class is missing (its fields come last).
-        fits = instances.copy()
-        known, length = field_bytes[cls_index[instances]], rows["obj_len"][instances]
-        fits[instances] = np.where(dumps.complete[cls_index[instances]], known == length, known <= length)
-        used = np.unique(cls_index[fits])
-        own_start, own_off, own_name, own_weak, parent, declaring, weak_label = dumps.reference_fields(used)
-        value_index, value_layouts = dumps.value_layouts(used)
-
-        # Types, names, sizes.
-        node_kind = np.zeros(n, dtype=np.uint8)
-        node_kind[first_class:first_obj] = KIND_CLASS
-        node_kind[first_obj:] = obj_kind
-        type_ = np.zeros(n, dtype=np.int32)
-        name = np.zeros(n, dtype=np.int32)
-        synthetic = intern(SYNTHETIC_KIND)
-        type_[:first_class] = synthetic
-        name[0] = intern(ROOT_NAME)
-        for k, node in kind_node.items():
-            name[node] = intern(root_kind_node_name(ROOT_KINDS[k]))
-        class_type = np.asarray([intern(t) for t in class_names] + [intern("(unknown class)")], dtype=np.int32)
-        type_[first_class:first_obj] = intern("java.lang.Class")
-        name[first_class:first_obj] = class_type[:-1]
-        obj_type = class_type[cls_index]  # -1 picks "(unknown class)"
-        for code, string in prim_type_name.items():
-            obj_type[is_prim & (obj_class == code)] = string
-        type_[first_obj:] = obj_type
-
-        oop = dumps.oop_size(class_names)
-        header = id_size + oop  # the mark word, then the class pointer (an oop: compressed or not)
-        esize = np.zeros(256, dtype=np.int64)
-        for code, (_, size) in BASIC_TYPES.items():
-            esize[code] = size or oop
-        # The dump writes every reference with the id size; the JVM's own are oop-sized.
-        # (Gathered for instances of a known class only: a dump whose class dumps are missing, a
-        # segment lost, has instances of no known class, perhaps no class at all.)
-        shrink = np.zeros(n_obj, dtype=np.int64)
-        shrink[instances] = dumps.ref_fields[cls_index[instances]] * (id_size - oop)
-        raw = np.where(
-            obj_kind == K_INSTANCE,
-            header + rows["obj_len"] - shrink,
-            header + ARRAY_OVERHEAD + rows["obj_len"] * np.where(is_prim, esize[obj_class & 0xFF], oop),
-        )
-        self_size = np.zeros(n, dtype=np.int64)
-        self_size[first_obj:] = align(raw)
-        static_refs = [sum(kind == EdgeKind.PROPERTY for _, _, kind in c["refs"]) for c in classes]
-        self_size[first_class:first_obj] = align(
-            header
-            + np.asarray([c["static_bytes"] for c in classes], dtype=np.int64)
-            - np.asarray(static_refs, dtype=np.int64) * (id_size - oop)
-        )
 
         # Edges. First the synthetic nodes' and the classes' (few; their sources come before every
         # object's), then every object's in node order, written by numba straight into the arrays.
@@ -394,26 +392,54 @@ class _Reader:
         extras = len(e_src)
 
         st = np.zeros(8, dtype=np.int64)
-        z32 = np.zeros(0, dtype=np.int32)
+        edge_start = arrays.zeros(n + 1, np.int64)  # each node's edge count first, then their sums
+        edge_start[1 : first_obj + 1] = np.bincount(e_src, minlength=first_obj)
         args = (
-            self.dump.buf, id_size, False, st, first_obj, obj_kind, cls_index, rows["obj_off"], rows["obj_len"],
-            rows["obj_rec"], own_start, own_off, own_name, own_weak, parent, declaring, weak_label, field_bytes,
-            dumps.complete, index.keys, index.slots, index.bits, first_class, intern("<class>"), extras,
+            self.dump.buf, id_size, False, st, first_obj, obj_kind, cls_index, obj_off, obj_len, own_start,
+            own_off, own_name, own_weak, parent, declaring, weak_label, field_bytes, dumps.complete, ids,
+            table["slots"], bits, first_class, intern("<class>"),
         )  # fmt: skip
-        m = extras + int(object_edges(*args, z32, np.zeros(0, np.uint8), np.zeros(0, np.uint32), np.zeros(0, np.int64)))
-        self._check(st)
-        edge_to = np.zeros(m, dtype=np.int32)
-        edge_kind = np.zeros(m, dtype=np.uint8)
-        edge_name = np.zeros(m, dtype=np.uint32)
+        z32 = np.zeros(0, dtype=np.int32)
+        m = extras + self._object_edges(args, z32, np.zeros(0, np.uint8), np.zeros(0, np.uint32), edge_start[1:])
+        edge_to = arrays.zeros(m, np.int32)
+        edge_kind = arrays.zeros(m, np.uint8)
+        edge_name = arrays.zeros(m, np.uint32)
         edge_to[:extras] = e_dst[keep][e_order]
         edge_kind[:extras] = e_kind[keep][e_order]
         edge_name[:extras] = e_name[keep][e_order]
-        counts = np.bincount(e_src, minlength=n).astype(np.int64)
-        object_edges(*args[:2], True, *args[3:], edge_to, edge_kind, edge_name, counts)
-        self.dangling += int(st[ST_DANGLING])
-        edge_start = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(counts, out=edge_start[1:])
-        del counts
+        self._object_edges(args, edge_to, edge_kind, edge_name, edge_start[1:], base=extras)
+        del table["slots"], args
+        np.cumsum(edge_start, out=edge_start)
+
+        # Types, names, sizes and field layouts, now that the id table is gone.
+        name = arrays.zeros(n, np.int32)
+        type_[:first_class] = synthetic
+        name[0] = root_name
+        for node, kind_name in kind_names.items():
+            name[node] = kind_name
+        type_[first_class:first_obj] = class_class
+        name[first_class:first_obj] = class_type[:-1]
+
+        oop = dumps.oop_size(class_names)
+        header = id_size + oop  # the mark word, then the class pointer (an oop: compressed or not)
+        esize = np.zeros(128, dtype=np.int64)
+        for code, (_, size) in BASIC_TYPES.items():
+            esize[code] = size or oop
+        self_size = arrays.zeros(n, np.int64)
+        layout = arrays.zeros(n_obj, np.int32)
+        # The dump writes every reference with the id size; the JVM's own are oop-sized.
+        object_nodes(
+            obj_kind, cls_index, obj_elem, obj_len, fits, dumps.ref_fields, esize, class_type, prim_type,
+            value_index.astype(np.int32), header, id_size - oop, oop, type_[first_obj:], self_size[first_obj:],
+            layout,
+        )  # fmt: skip
+        del cls_index, fits
+        static_refs = [sum(kind == EdgeKind.PROPERTY for _, _, kind in c["refs"]) for c in classes]
+        self_size[first_class:first_obj] = align(
+            header
+            + np.asarray([c["static_bytes"] for c in classes], dtype=np.int64)
+            - np.asarray(static_refs, dtype=np.int64) * (id_size - oop)
+        )
 
         meta: dict[str, Any] = {
             "format": HPROF.name,
@@ -422,36 +448,24 @@ class _Reader:
             "oop_size": oop,
             "timestamp_ms": self.timestamp,
             "dangling_references": self.dangling,
-            "unknown_class_instances": int(((cls_index < 0) & (obj_kind == K_INSTANCE)).sum()),
-            "incomplete_class_instances": int((~dumps.complete[cls_index[instances]]).sum()),
+            "unknown_class_instances": int(unknown),
+            "incomplete_class_instances": int(incomplete),
         }
         if len(rows["heap_type"]):
-            heap = np.zeros(n, dtype=np.uint8)
-            heap[first_obj:] = rows["obj_heap"]
             heap_names = {}
             for t, name_id in zip(rows["heap_type"].tolist(), rows["heap_name"].tolist(), strict=True):
                 heap_names[int(t)] = self.dump.string(int(name_id)) or f"heap {t}"
-            meta["heap"] = heap
+            meta["heap"] = self.heap
             meta["heap_names"] = heap_names
-        layout = np.full(n_obj, -1, dtype=np.int32)
-        layout[fits] = value_index[cls_index[fits]]
-        values = FieldValues(
-            self.dump.buf,
-            first_obj,
-            rows["obj_off"],
-            rows["obj_len"],
-            layout,
-            # An Android array without data (0xC3) has no elements to show: the bytes after its
-            # header are the next record's.
-            np.where(is_prim & (self.dump.buf[rows["obj_rec"]] != SUB_PRIM_ARRAY_NODATA), obj_class & 0xFF, 0).astype(
-                np.uint8
-            ),
-            value_layouts,
-            first_class,
-            value_index.astype(np.int32),
-        )
         locations = self.traces.frame_locations(rows, rooted)
         allocations = self.traces.allocation_traces(rows, n, first_obj)
+        # An Android array without data (0xC3) has no elements to show: the bytes after its header
+        # are the next record's.
+        obj_elem[obj_elem >= NODATA] = 0
+        values = FieldValues(
+            self.dump.buf, first_obj, obj_off, obj_len, layout, obj_elem, value_layouts, first_class,
+            value_index.astype(np.int32),
+        )  # fmt: skip
         graph = HeapGraph(
             ids=ids,
             kind=node_kind,
@@ -471,7 +485,47 @@ class _Reader:
             values=values,
         )
         try:
-            graph.validate()
+            graph.validate(ids_checked=True)  # index_ids refused any id written twice
         except ValueError as e:
             raise self.dump.error(f"inconsistent dump: {e}", self.dump.start) from None
         return graph
+
+    def _object_edges(
+        self,
+        args: tuple[Any, ...],
+        edge_to: np.ndarray,
+        edge_kind: np.ndarray,
+        edge_name: np.ndarray,
+        counts: np.ndarray,
+        base: int | None = None,
+    ) -> int:
+        """:func:`object_edges` over the objects a run at a time: counts them (``base`` None) or
+        writes them from ``base`` on; each run's part of the file is released once read, so that the
+        dump's pages do not stay in the process's memory beside the arrays. Returns the edges."""
+        fill = base is not None
+        at = base or 0
+        n_obj = len(args[5])
+        first_obj = args[4]
+        st = args[3]
+        for a in range(0, n_obj, EDGE_RUN):
+            b = min(a + EDGE_RUN, n_obj)
+            run: tuple[Any, ...] = (
+                args[0],
+                args[1],
+                fill,
+                st,
+                first_obj + a,
+                *(x[a:b] for x in args[5:9]),
+                *args[9:],
+                at,
+                edge_to,
+                edge_kind,
+                edge_name,
+                counts,
+            )
+            at += int(object_edges(*run))
+            self._check(st)
+            if fill:
+                self.dangling += int(st[ST_DANGLING])
+            self.dump.release(int(args[7][a]), int(args[7][b - 1]))
+        return at - (base or 0)

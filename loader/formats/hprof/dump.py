@@ -4,6 +4,7 @@ the graph being built."""
 
 from __future__ import annotations
 
+import mmap
 import os
 
 import numpy as np
@@ -16,9 +17,13 @@ from heapdb.loader.graph import StringTable
 class Dump:
     """One hprof file being read: ``buf`` maps it whole, its records start at ``start``."""
 
-    def __init__(self, path: str | os.PathLike[str], buf: np.ndarray, id_size: int, start: int) -> None:
+    def __init__(self, path: str | os.PathLike[str], id_size: int, start: int) -> None:
         self.path = path
-        self.buf = buf
+        with open(path, "rb") as f:
+            self._map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        # A plain ndarray over the mapping (numba takes no memmap subclass); it keeps the mapping
+        # alive for as long as the graph's values read from it.
+        self.buf = np.frombuffer(self._map, dtype=np.uint8)
         self.id_size = id_size
         self.start = start
         self.strings = StringTable()  # the graph's, which every part interns into
@@ -26,6 +31,16 @@ class Dump:
         # fields, classes, heaps), and a copy each would cost its length times theirs.
         self._texts: dict[int, str | None] = {}
         self._class_names: dict[int, str] = {}
+
+    def release(self, start: int, end: int) -> None:
+        """Drop the pages of ``buf[start:end]`` from the process's memory once a pass has read them:
+        they stay in the kernel's page cache and come back on the next read, but do not count in the
+        process's memory beside its arrays (a dump of several GB would otherwise add its whole size
+        to the reader's peak)."""
+        page = mmap.PAGESIZE
+        lo, hi = start // page * page, end // page * page
+        if hi > lo:
+            self._map.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
 
     def error(self, problem: str, offset: int) -> FormatError:
         return FormatError(self.path, problem, offset=int(offset))

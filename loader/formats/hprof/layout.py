@@ -90,10 +90,12 @@ REFERENCE_CLASS = "java.lang.ref.Reference"
 
 # Kernel state (an int64 array): counters, then the first error's code and position.
 
-ROW_NAMES = (
-    "obj_id", "obj_kind", "obj_class", "obj_off", "obj_len", "obj_heap", "obj_rec",
+# The heap-dump walk's rows: one per object (see ``walk_heap``), then per root, class dump and heap.
+OBJECT_ROWS = ("obj_id", "obj_kind", "obj_class", "obj_elem", "obj_off", "obj_len", "obj_heap")
+OTHER_ROWS = (
     "root_kind", "root_id", "root_thread", "root_frame", "class_off", "class_len", "heap_type", "heap_name",
 )  # fmt: skip
+NODATA = 0x80  # set in a primitive array's ``obj_elem`` when it has no data (Android's 0xC3)
 ST_OBJECTS, ST_ROOTS, ST_CLASSES, ST_HEAPS, ST_HEAP, ST_ERROR, ST_ERROR_AT, ST_DANGLING = range(8)
 ERRORS = {
     1: "a heap-dump sub-record runs past the end of its record",

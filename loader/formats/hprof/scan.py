@@ -14,8 +14,10 @@ import numba
 import numpy as np
 
 from heapdb.loader.formats.hprof.layout import (
+    NODATA,
+    OBJECT_ROWS,
+    OTHER_ROWS,
     ROOT_TAGS,
-    ROW_NAMES,
     ST_CLASSES,
     ST_DANGLING,
     ST_ERROR,
@@ -90,13 +92,17 @@ def scan_records(buf, start, fill, tags, offsets, lengths):
 
 @numba.njit(cache=True, nogil=True)
 def walk_heap(
-    buf, start, end, id_size, fill, st, obj_id, obj_kind, obj_class, obj_off, obj_len, obj_heap, obj_rec,
-    root_kind, root_id, root_thread, root_frame, class_off, class_len, heap_type, heap_name, root_codes,
+    buf, start, end, id_size, fill, st, obj_id, obj_kind, obj_class, obj_elem, obj_off, obj_len, obj_heap,
+    root_kind, root_id, root_thread, root_frame, class_off, class_len, heap_type, heap_name, root_codes, root_seen,
 ):  # fmt: skip
     """Walk the sub-records of one heap-dump record ``buf[start:end]``, counting or storing rows.
 
     ``root_thread`` and ``root_frame``: the two u4 after the id of a JNI local, Java frame or thread
-    root (thread serial and frame number, or thread serial and stack trace serial), else 0."""
+    root (thread serial and frame number, or thread serial and stack trace serial), else 0.
+    ``root_seen[code]``: set when a root of that kind is walked (counting too). The object rows are
+    the graph's own columns where they can be (ids, kinds); ``obj_class`` holds the class id of an
+    instance or object array, ``obj_elem`` a primitive array's element type (``| 0x80`` for an
+    Android array without data); ``obj_heap`` is empty when the dump names no heaps."""
     pos = start
     n_obj = st[ST_OBJECTS]
     n_root = st[ST_ROOTS]
@@ -120,6 +126,7 @@ def walk_heap(
                 st[ST_ERROR] = 1
                 st[ST_ERROR_AT] = rec
                 break
+            root_seen[code] = 1
             if fill:
                 root_kind[n_root] = code
                 root_id[n_root] = _id(buf, pos, id_size)
@@ -200,6 +207,7 @@ def walk_heap(
             oid = _id(buf, pos, id_size)
             count = _u4(buf, pos + id_size + 4)
             cls = np.int64(0)
+            elem = 0
             if tag == 0x21:
                 cls = _id(buf, pos + id_size + 4, id_size)
                 count = _u4(buf, pos + 2 * id_size + 4)
@@ -215,7 +223,7 @@ def walk_heap(
                     st[ST_ERROR] = 3
                     st[ST_ERROR_AT] = pos + id_size + 8
                     break
-                cls = np.int64(buf[pos + id_size + 8])  # the element type code
+                elem = buf[pos + id_size + 8] | (0 if tag == 0x23 else NODATA)
                 data = count * esize if tag == 0x23 else 0
                 kind = 3
             if pos + head + data > end:
@@ -226,10 +234,11 @@ def walk_heap(
                 obj_id[n_obj] = oid
                 obj_kind[n_obj] = kind
                 obj_class[n_obj] = cls
+                obj_elem[n_obj] = elem
                 obj_off[n_obj] = pos + head
                 obj_len[n_obj] = count
-                obj_heap[n_obj] = heap
-                obj_rec[n_obj] = rec
+                if obj_heap.shape[0]:
+                    obj_heap[n_obj] = heap
             n_obj += 1
             pos += head + data
         else:
@@ -245,46 +254,71 @@ def walk_heap(
 
 @numba.njit(cache=True, nogil=True)
 def walk_heaps(
-    buf, starts, lengths, id_size, fill, st, obj_id, obj_kind, obj_class, obj_off, obj_len, obj_heap, obj_rec,
-    root_kind, root_id, root_thread, root_frame, class_off, class_len, heap_type, heap_name, root_codes,
+    buf, starts, lengths, id_size, fill, st, obj_id, obj_kind, obj_class, obj_elem, obj_off, obj_len, obj_heap,
+    root_kind, root_id, root_thread, root_frame, class_off, class_len, heap_type, heap_name, root_codes, root_seen,
 ):  # fmt: skip
     """:func:`walk_heap` over several heap-dump records in turn, up to the first error: a dump of a
     million tiny segments costs what their bytes do, not a call from Python each."""
     for k in range(starts.shape[0]):
         walk_heap(
-            buf, starts[k], starts[k] + lengths[k], id_size, fill, st, obj_id, obj_kind, obj_class, obj_off,
-            obj_len, obj_heap, obj_rec, root_kind, root_id, root_thread, root_frame, class_off, class_len,
-            heap_type, heap_name, root_codes,
+            buf, starts[k], starts[k] + lengths[k], id_size, fill, st, obj_id, obj_kind, obj_class, obj_elem,
+            obj_off, obj_len, obj_heap, root_kind, root_id, root_thread, root_frame, class_off, class_len,
+            heap_type, heap_name, root_codes, root_seen,
         )  # fmt: skip
         if st[ST_ERROR]:
             return
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _probe(keys, slots, bits, key):
-    """The node index of ``key`` in an :class:`IdIndex` table (its layout and hash), or -1."""
+def _probe(ids, slots, bits, key):
+    """The node index of ``key`` in a table of ``ids``' node indexes (:func:`index_ids`, or the
+    ``slots`` of an :class:`IdIndex` of ``ids``: the same layout and hash), or -1."""
     mask = (1 << bits) - 1
     j = np.int64((np.uint64(key) * _FIBONACCI) >> np.uint64(64 - bits))
     while True:
         slot = slots[j]
         if slot == -1:
             return -1
-        if keys[j] == key:
+        if ids[slot] == key:
             return slot
         j = (j + 1) & mask
 
 
 @numba.njit(cache=True, nogil=True)
-def resolve_ids(keys, slots, bits, wanted, out):
+def resolve_ids(ids, slots, bits, wanted, out):
     """``out[k]``: the node index of object id ``wanted[k]``, -1 for null or an id no object has."""
     for k in range(wanted.shape[0]):
-        out[k] = _probe(keys, slots, bits, wanted[k]) if wanted[k] != 0 else -1
+        out[k] = _probe(ids, slots, bits, wanted[k]) if wanted[k] != 0 else -1
+
+
+@numba.njit(cache=True, nogil=True)
+def index_ids(ids, slots, bits):
+    """Fill ``slots`` (int32[2**bits], all -1) with the node index of every id, hashed as
+    :class:`IdIndex` does but without a copy of the keys (the probe reads ``ids``): 4 bytes a slot
+    instead of 12. Returns the first id found twice (earlier, later), or (-1, -1)."""
+    mask = (1 << bits) - 1
+    shift = np.uint64(64 - bits)
+    for i in range(ids.shape[0]):
+        key = ids[i]
+        j = np.int64((np.uint64(key) * _FIBONACCI) >> shift)
+        while slots[j] != -1:
+            if ids[slots[j]] == key:
+                return np.int64(slots[j]), np.int64(i)
+            j = (j + 1) & mask
+        slots[j] = i
+    return np.int64(-1), np.int64(-1)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def record_start(kind, off, id_size):
+    """Where the record of an object (``kind``, its data at ``off``) starts: at its tag."""
+    return off - (2 * id_size + 9 if kind == 1 or kind == 2 else id_size + 10)
 
 
 @numba.njit(cache=True, nogil=True)
 def object_edges(
-    buf, id_size, fill, st, first_node, obj_kind, obj_class_index, obj_off, obj_len, obj_rec,
-    own_start, own_off, own_name, own_weak, parent, declaring, weak_label, field_bytes, complete, keys, slots,
+    buf, id_size, fill, st, first_node, obj_kind, obj_class_index, obj_off, obj_len,
+    own_start, own_off, own_name, own_weak, parent, declaring, weak_label, field_bytes, complete, ids, slots,
     bits, first_class, class_label, base, edge_to, edge_kind, edge_name, counts,
 ):  # fmt: skip
     """Every object's references, in node order: ``<class>`` first, then an instance's object fields
@@ -317,7 +351,7 @@ def object_edges(
         if k == 1 and c >= 0:
             if obj_len[i] < field_bytes[c] or (complete[c] and obj_len[i] != field_bytes[c]):
                 st[ST_ERROR] = 4 if complete[c] else 7
-                st[ST_ERROR_AT] = obj_rec[i]
+                st[ST_ERROR_AT] = record_start(k, obj_off[i], id_size)
                 return m - base
             j = declaring[c]
             while j >= 0:
@@ -325,7 +359,7 @@ def object_edges(
                 for f in range(own_start[j], own_start[j + 1]):
                     target = _id(buf, at + own_off[f], id_size)
                     if target != 0:
-                        t = _probe(keys, slots, bits, target)
+                        t = _probe(ids, slots, bits, target)
                         if t < 0:
                             dangling += 1
                         else:
@@ -340,7 +374,7 @@ def object_edges(
             for e in range(obj_len[i]):
                 target = _id(buf, at + e * id_size, id_size)
                 if target != 0:
-                    t = _probe(keys, slots, bits, target)
+                    t = _probe(ids, slots, bits, target)
                     if t < 0:
                         dangling += 1
                     else:
@@ -355,21 +389,28 @@ def object_edges(
     return m - base
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def lower_bound(ascending, key):
+    """The first position in ``ascending`` whose value is not below ``key`` (its length if none)."""
+    lo, hi = 0, ascending.shape[0]
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if ascending[mid] < key:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
 @numba.njit(cache=True, nogil=True)
-def object_traces(buf, obj_rec, id_size, serials, out):
+def object_traces(buf, obj_kind, obj_off, id_size, serials, out):
     """``out[i]``: where object ``i``'s stack trace serial (the u4 after the tag and id of each object
     record) is in the ascending ``serials``, else -1. Returns how many objects name one."""
     found = 0
     k = serials.shape[0]
-    for i in range(obj_rec.shape[0]):
-        s = _u4(buf, obj_rec[i] + 1 + id_size)
-        lo, hi = 0, k
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if serials[mid] < s:
-                lo = mid + 1
-            else:
-                hi = mid
+    for i in range(obj_off.shape[0]):
+        s = _u4(buf, record_start(obj_kind[i], obj_off[i], id_size) + 1 + id_size)
+        lo = lower_bound(serials, s)
         if lo < k and serials[lo] == s:
             out[i] = lo
             found += 1
@@ -379,6 +420,7 @@ def object_traces(buf, obj_rec, id_size, serials, out):
 
 
 WALK_BATCH_BYTES = 64 << 20  # heap-dump records walked in one call, between two progress reports
+EDGE_RUN = 1 << 18  # objects whose edges are read in one call, before their part of the file is released
 
 
 def walk_batches(lengths: np.ndarray) -> list[tuple[int, int]]:
@@ -399,30 +441,40 @@ def walk_heap_records(
     h_len: np.ndarray,
     check: Callable[[np.ndarray], None],
     progress: Callable[[int], None],
+    release: Callable[[int, int], None],
+    objects: Callable[[int, int, np.ndarray, bool], dict[str, np.ndarray]],
 ) -> dict[str, np.ndarray]:
-    """Every heap-dump record's sub-records as flat rows (:data:`ROW_NAMES`): counted in a first
-    pass (``check`` raises on the error the kernel recorded), then stored in arrays of that size,
-    ``progress`` told the bytes of each run of records walked."""
+    """Every heap-dump record's sub-records as flat rows (:data:`OBJECT_ROWS`, :data:`OTHER_ROWS`):
+    counted in a first pass (``check`` raises on the error the kernel recorded), then stored. The
+    object rows go where ``objects(objects, classes, root kinds seen, heaps named)`` says (the graph's
+    own columns, once their place is known), the others into arrays of their size. ``progress`` is
+    told the bytes of each run of records walked, ``release`` the file range it no longer needs."""
     codes = np.full(256, -1, dtype=np.int64)
     for i, tag in enumerate(ROOT_TAGS):
         codes[tag] = i
     st = np.zeros(8, dtype=np.int64)
+    seen = np.zeros(len(ROOT_TAGS), dtype=np.uint8)
     z64, z8 = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint8)
-    small = ("root_kind", "obj_kind", "obj_heap")
-    empty = {name: z8 if name in small else z64 for name in ROW_NAMES}
+    small = ("root_kind", "obj_kind", "obj_elem", "obj_heap")
+    empty = {name: z8 if name in small else z64 for name in OBJECT_ROWS + OTHER_ROWS}
     batches = walk_batches(h_len)
+
+    def walked(first: int, last: int) -> tuple[int, int]:
+        return int(h_off[first]) - 9, int(h_off[last - 1] + h_len[last - 1])
+
     for first, last in batches:
-        _walk_some(buf, id_size, h_off[first:last], h_len[first:last], False, st, empty, codes)
+        _walk_some(buf, id_size, h_off[first:last], h_len[first:last], False, st, empty, codes, seen)
         check(st)
-    counts = {"obj": int(st[ST_OBJECTS]), "root": int(st[ST_ROOTS]), "class": int(st[ST_CLASSES])}
-    counts["heap"] = int(st[ST_HEAPS])
-    rows = {
-        name: np.zeros(counts[name.partition("_")[0]], np.uint8 if name in small else np.int64) for name in ROW_NAMES
-    }
+        release(*walked(first, last))
+    counts = {"root": int(st[ST_ROOTS]), "class": int(st[ST_CLASSES]), "heap": int(st[ST_HEAPS])}
+    rows = objects(int(st[ST_OBJECTS]), counts["class"], seen, counts["heap"] > 0)
+    for name in OTHER_ROWS:
+        rows[name] = np.zeros(counts[name.partition("_")[0]], np.uint8 if name in small else np.int64)
     st[:] = 0
     for first, last in batches:
-        _walk_some(buf, id_size, h_off[first:last], h_len[first:last], True, st, rows, codes)
+        _walk_some(buf, id_size, h_off[first:last], h_len[first:last], True, st, rows, codes, seen)
         progress(int(h_len[first:last].sum()) + 9 * (last - first))
+        release(*walked(first, last))
     return rows
 
 
@@ -435,10 +487,11 @@ def _walk_some(
     st: np.ndarray,
     r: dict[str, np.ndarray],
     codes: np.ndarray,
+    seen: np.ndarray,
 ) -> None:
     walk_heaps(
         buf, offs, lens, id_size, fill, st,
-        r["obj_id"], r["obj_kind"], r["obj_class"], r["obj_off"], r["obj_len"], r["obj_heap"], r["obj_rec"],
+        r["obj_id"], r["obj_kind"], r["obj_class"], r["obj_elem"], r["obj_off"], r["obj_len"], r["obj_heap"],
         r["root_kind"], r["root_id"], r["root_thread"], r["root_frame"], r["class_off"], r["class_len"],
-        r["heap_type"], r["heap_name"], codes,
+        r["heap_type"], r["heap_name"], codes, seen,
     )  # fmt: skip

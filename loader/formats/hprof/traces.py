@@ -9,7 +9,7 @@ import numpy as np
 
 from heapdb.loader.formats.hprof.dump import Dump
 from heapdb.loader.formats.hprof.layout import ROOT_KINDS, TAG_STACK_FRAME, TAG_STACK_TRACE
-from heapdb.loader.formats.hprof.scan import object_traces
+from heapdb.loader.formats.hprof.scan import EDGE_RUN, object_traces
 from heapdb.loader.sources import AllocationTraces, SourceLocations
 from heapdb.units import shorten
 
@@ -145,13 +145,24 @@ class StackTraces:
         """Allocation stacks of the instances and arrays whose stack trace serial names a trace with
         frames (see the module docstring), as a call tree: one chain of nodes per trace used, under a
         synthetic top node 0."""
-        if not len(self.trace_serials) or not (self.trace_count > 0).any() or not len(rows["obj_rec"]):
+        if not len(self.trace_serials) or not (self.trace_count > 0).any() or not len(rows["obj_off"]):
             return None
         with_frames = np.flatnonzero(self.trace_count > 0)
-        out = np.full(n, -1, dtype=np.int32)
-        part = out[first_obj:]  # a view: the kernel writes each object's trace (index into with_frames)
-        if not object_traces(self.dump.buf, rows["obj_rec"], self.dump.id_size, self.trace_serials[with_frames], part):
-            return None  # HotSpot: every object names the dummy trace
+        serials, kinds, offsets = self.trace_serials[with_frames], rows["obj_kind"], rows["obj_off"]
+        # A run of objects at a time, its part of the file released once read; the whole column
+        # only once an object names such a trace (HotSpot's all name its dummy trace: none does).
+        out = None
+        for a in range(0, len(offsets), EDGE_RUN):
+            b = min(a + EDGE_RUN, len(offsets))
+            run = np.zeros(b - a, dtype=np.int32)  # the kernel writes each object's trace, index into with_frames
+            if object_traces(self.dump.buf, kinds[a:b], offsets[a:b], self.dump.id_size, serials, run):
+                if out is None:
+                    out = np.full(n, -1, dtype=np.int32)
+                out[first_obj + a : first_obj + b] = run
+            self.dump.release(int(offsets[a]), int(offsets[b - 1]))
+        if out is None:
+            return None
+        part = out[first_obj:]
         hit = part >= 0
         named = part[hit]
         used = np.flatnonzero(np.bincount(named, minlength=len(with_frames)))

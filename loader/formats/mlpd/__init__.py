@@ -326,7 +326,7 @@ class _Reader:
 
         def resolve(wanted: np.ndarray) -> np.ndarray:
             found = np.zeros(len(wanted), dtype=np.int32)
-            resolve_ids(index.keys, index.slots, index.bits, wanted, found)
+            resolve_ids(addr, index.slots, index.bits, wanted, found)
             return found
 
         table = StringTable()

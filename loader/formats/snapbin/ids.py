@@ -14,13 +14,17 @@ import numpy as np
 _FIBONACCI = np.uint64(0x9E3779B97F4A7C15)  # 2^64 / golden ratio: spreads aligned addresses evenly
 
 
+def table_bits(n: int) -> int:
+    """The bits of a table for ``n`` ids: a power of two at least 1.5 times the id count keeps probe
+    chains short (load factor <= 2/3)."""
+    return max(1, int(np.ceil(np.log2(max(n * 3 // 2, 2)))))
+
+
 class IdIndex:
     """Node index of each object id; built once per file, probed for every reference, root and name."""
 
     def __init__(self, ids: np.ndarray) -> None:
-        n = ids.shape[0]
-        # A power of two at least 1.5 times the id count keeps probe chains short (load factor <= 2/3).
-        self.bits = max(1, int(np.ceil(np.log2(max(n * 3 // 2, 2)))))
+        self.bits = table_bits(ids.shape[0])
         self.keys, self.slots, self.first, self.second = _build(ids.astype(np.int64, copy=False), self.bits)
 
     def duplicate(self) -> tuple[int, int] | None:
