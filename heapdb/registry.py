@@ -41,6 +41,7 @@ class Part:
     kind: PartKind  # how each front end types it: a tag, an object id, a list of tags, a signature...
     description: str
     rest: str = ""  # its REST name, when that is not ``name``
+    optional: bool = False  # a list of tags a parameter may stand for (growth's --builds): then none is given
 
     @property
     def rest_name(self) -> str:
@@ -77,6 +78,11 @@ THREE_SNAPSHOTS = Subject(
     ),
 )
 SERIES = Subject("snapshots", (Part("tags", "tags", "The snapshots' tags, oldest first (at least three).", "tag"),))
+# A series that may be given as a range of loaded builds instead (the question's `builds` parameter).
+BUILD_SERIES = Subject(
+    "snapshots",
+    (Part("tags", "tags", "The snapshots' tags, oldest first (at least three); or none, with builds.", "tag", True),),
+)
 BUILDS = Subject(
     "builds",
     (
@@ -328,7 +334,7 @@ QUESTIONS: tuple[Question, ...] = (
         "diff",
         TWO_SNAPSHOTS,
         "What grew between two loaded snapshots, BEFORE and AFTER (tags), per type or per retainer path, "
-        "object by object, or per row of the stored inspections.",
+        "object by object, per row of the stored inspections, or along the dominator tree.",
         ask="diff",
         params="Diff",
         text="heapdb.renderers.text:diff_text",
@@ -339,21 +345,41 @@ QUESTIONS: tuple[Question, ...] = (
         "By inspection: duplicated contents, detached DOM, components, collection types, lifecycle leaks, "
         "what listeners, the console and closures alone hold, global variables and memory by component, "
         "as the gate compares them (`inspection` names each row's). "
+        "By dominator: the groups of objects below one place of the dominator tree (matched by the types of "
+        "their chain of dominators), with where the growth concentrates; pass a row's `key` as `under` to drill. "
         "Largest growth first. Then `why` on a grown type's objects (`find`), or `leaks` with a third snapshot.",
         lists=("changes", "types"),
         drawings="flame",
     ),
     Question(
         "growth",
-        SERIES,
+        BUILD_SERIES,
         "Types or retainer paths whose size grew at every step across three or more loaded snapshots "
-        "(TAGS, oldest first), with their per-snapshot series.",
+        "(TAGS, oldest first, or --builds: every loaded build, or a range of them), with their per-snapshot series.",
         ask="growth",
         params="Growth",
         text="heapdb.renderers.text:growth_text",
         route="/growth",
-        help="Reads the totals stored at load only, so it answers at once at any heap size; needs no stable ids.",
-        agent="Steady growth is the signature of a leak.",
+        help="Reads the totals stored at load only, so it answers at once at any heap size, for pruned snapshots "
+        "too; needs no stable ids. --builds all reads every snapshot loaded with --meta build=N, in build order.",
+        agent="Steady growth is the signature of a leak. Give `tags`, or `builds` ('all', or FIRST..LAST) "
+        "for a history of loaded builds.",
+        lists=("rows",),
+    ),
+    Question(
+        "type-history",
+        NOTHING,
+        "One type's objects, shallow size and retained size in each loaded build (every build, or a range of "
+        "them), oldest first, a page of builds at a time.",
+        ask="type_history",
+        params="TypeHistory",
+        text="heapdb.renderers.ci_report:type_history_text",
+        route="/type-history",
+        help="Builds are the snapshots loaded with --meta build=N, numbered ones by number; pruned ones answer "
+        "too (their per-type totals stay). --offset pages through them.",
+        agent="Each row is one build (`build`, `tag`) with the type's `objects`, `self_size` and `retained_size` "
+        "there (zeros where it had none); `total` builds in the range, page with `offset`. Then `diff` two "
+        "builds by type, or `growth` with `builds`.",
         lists=("rows",),
     ),
     Question(
@@ -641,10 +667,13 @@ QUESTIONS: tuple[Question, ...] = (
         "One remembered leak SIGNATURE (as `heapdb gate` prints it) across the recorded builds: its status, "
         "first and last build it was seen in, the builds where it grew, and its retained bytes per build.",
         ask="history",
-        params=None,
+        params="History",
         text="heapdb.renderers.ci_report:history_text",
         route="",
-        agent="The signature is a leak cluster's or gate finding's `signature`.",
+        help="Builds are listed a page at a time (--offset, --limit); the first and last build, growth and status "
+        "are of them all.",
+        agent="The signature is a leak cluster's or gate finding's `signature`. `observations` are a page of its "
+        "`builds` from `offset`: page with `offset`.",
         lists=("observations",),
         tool="signature",
     ),

@@ -1,5 +1,5 @@
-"""Questions across snapshots: what changed (per type, per retainer path, object by object), what
-leaked (memlab's three snapshots), and what grew at every step."""
+"""Questions across snapshots: what changed (per type, per retainer path, object by object, along
+the dominator tree), what leaked (memlab's three snapshots), and what grew at every step."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ from heapdb.errors import ParameterError
 from heapdb.loader.formats import named
 from heapdb.loader.owners.table import OwnerTable
 from heapdb.loader.store import Snapshot
-from heapdb.queries import leaks_by_id, missing, params
+from heapdb.queries import builds, dominator_diff, leaks_by_id, missing, params
 from heapdb.queries.base import SnapshotRef
+from heapdb.queries.dominator_diff import DominatorColumns, DominatorDiff, DominatorGroups
 from heapdb.queries.inspected import InspectedQuestions
 from heapdb.queries.matching import ObjectColumns, pair
 from heapdb.queries.results import (
@@ -109,19 +110,52 @@ def _diff_totals(
     return Diff(before=old.tag, after=new.tag, by=by, changes=changes[:limit])
 
 
-class CompareQuestions(InspectedQuestions):
-    def diff(self, before: SnapshotRef, after: SnapshotRef, p: params.Diff = params.Diff()) -> Diff | ObjectDiff:
-        """:meth:`diff_groups` by type, path or bucket, :meth:`diff_objects` by object, as ``p.by`` says.
+class CompareQuestions(InspectedQuestions, builds.BuildQuestions):
+    def diff(
+        self, before: SnapshotRef, after: SnapshotRef, p: params.Diff = params.Diff()
+    ) -> Diff | ObjectDiff | DominatorDiff:
+        """:meth:`diff_groups` by type, path or bucket, :meth:`diff_objects` by object,
+        :meth:`diff_dominators` by dominator, as ``p.by`` says.
 
         Remembered per pair of snapshot loads when a cache is set, as every cross-snapshot answer is
         (loads never change, so neither do these answers)."""
-        by_object = p.by == "object"  # by type, path or bucket reads stored totals only: summaries answer
+        if p.under is not None and p.by != "dominator":
+            raise ParameterError("under names a group of the dominator tree: use it with by dominator")
+        by_object = p.by in ("object", "dominator")  # the others read stored totals only: summaries answer
         old, new = self.snapshot(before, objects=by_object), self.snapshot(after, objects=by_object)
 
-        def compute() -> Diff | ObjectDiff:
+        def compute() -> Diff | ObjectDiff | DominatorDiff:
+            if p.by == "dominator":
+                return self.diff_dominators(old, new, p)
             return self.diff_objects(old, new, p) if p.by == "object" else self.diff_groups(old, new, p)
 
         return self._cached(old, ("diff", new.sid, p), compute)
+
+    def diff_dominators(
+        self, before: SnapshotRef, after: SnapshotRef, p: params.Diff = params.Diff(by="dominator")
+    ) -> DominatorDiff:
+        """What grew along the dominator tree: the groups of objects below ``p.under`` (the root's at
+        first), matched across the builds by the types of their chain of dominators, largest retained
+        growth first (:mod:`heapdb.queries.dominator_diff`). Both snapshots must be full and loaded."""
+        old, new = (self.snapshot(ref, all_objects=True) for ref in (before, after))
+        with ThreadPoolExecutor(2) as pool:  # Neo4j builds one list while the other is decoded here
+            a, b = pool.map(self._dominator_groups, (old, new))
+
+        def details(ids: list[int]) -> dict[int, dict[str, Any]]:
+            rows = self._run("objects-brief", tag=new.tag, ids=ids) if ids else []
+            return {r["object"]["id"]: r["object"] for r in rows}
+
+        return dominator_diff.diff(old.tag, new.tag, a, b, p.under, p.limit, p.samples, details)
+
+    def _dominator_groups(self, snapshot: Snapshot) -> DominatorGroups:
+        """The snapshot's objects grouped along its dominator tree, kept by the cache: drilling
+        further, or comparing with another build, reads nothing again."""
+
+        def read() -> DominatorGroups:
+            rows = self._run("dominator-columns", tag=snapshot.tag)[0]["objects"]
+            return DominatorGroups.build(DominatorColumns.from_rows(rows))
+
+        return self._cached(snapshot, ("dominator groups",), read, weigh=lambda groups: groups.nbytes)
 
     def _diff_owners(self, old: Snapshot, new: Snapshot, p: params.Diff) -> Diff:
         """Per owner of one level (``p.level``, default the first), from the owner tables each load
@@ -428,8 +462,11 @@ class CompareQuestions(InspectedQuestions):
         """Types or retainer paths whose shallow size grew at every step across three or more snapshots.
 
         Their object count must never shrink either. Ranked by the growth from the first snapshot to
-        the last; reads the stored per-group totals only, so it is fast at any heap size.
+        the last; reads the stored per-group totals only, so it is fast at any heap size. With
+        ``p.builds``, the snapshots are the loaded builds of that range (:mod:`.builds`), not ``refs``.
         """
+        if p.builds is not None:
+            refs = builds.series(refs, self.build_candidates(), p.builds)
         check_series(refs)
         snapshots = [self.snapshot(ref) for ref in refs]
         tags = [s.tag for s in snapshots]

@@ -355,19 +355,21 @@ class GateQuestions(InspectedQuestions, SuspectQuestions):
                     found.append(history_store.Observed(sig, build, size, objects, present))
         return found
 
-    def history(self, signature: int) -> SignatureHistory:
-        """A leak signature's history across the recorded builds (stored query ``signature-history``);
-        for a caller who may read only some tags, across the builds of those (:meth:`_in_scope`)."""
+    def history(self, signature: int, p: params.History = params.History()) -> SignatureHistory:
+        """A leak signature's history across the recorded builds (stored query ``signature-history``),
+        a page of its builds (``p.offset``, ``p.limit``; its first and last build and status are of
+        them all); for a caller who may read only some tags, across the builds of those
+        (:meth:`_in_scope`)."""
         found = self._run("signature", sig=signature)
         if not found:
             raise _no_signature(signature)
         rows = history_store.in_build_order(self._run("signature-history", sig=signature))
         if self.scope.everything:
-            return _history(found[0]["signature"], rows)
+            return _history(found[0]["signature"], rows, p)
         seen = self._in_scope(found[0]["signature"], rows)
         if seen is None:  # none of its builds are the caller's: as unknown
             raise _no_signature(signature)
-        return _history(*seen)
+        return _history(*seen, p)
 
     def _in_scope(self, props: dict[str, Any], rows: Sequence[Any]) -> tuple[dict[str, Any], list[Any]] | None:
         """A signature as seen from the builds whose tags the caller may read (``rows`` in build
@@ -442,7 +444,9 @@ def _per_kind(findings: list[GateFinding], limit: int) -> list[GateFinding]:
     return kept
 
 
-def _history(props: dict[str, Any], rows: Sequence[Any]) -> SignatureHistory:
+def _history(props: dict[str, Any], rows: Sequence[Any], p: params.History | None = None) -> SignatureHistory:
+    """A signature's answer: with ``p``, a page of its ``rows`` (the builds it was looked up in)."""
+    page = rows if p is None else rows[p.offset : p.offset + p.limit]
     return SignatureHistory(
         signature=props["sig"],
         path=props["path"],
@@ -455,6 +459,8 @@ def _history(props: dict[str, Any], rows: Sequence[Any]) -> SignatureHistory:
         known_leak=props.get("known_leak"),
         observations=[
             SignatureObservation(r["build"], r["tag"], r["retained_size"], r["objects"], bool(r["present"]))
-            for r in rows
+            for r in page
         ],
+        builds=len(rows),
+        offset=0 if p is None else p.offset,
     )

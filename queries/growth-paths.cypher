@@ -9,6 +9,10 @@
 // count never shrank. Ranked by the growth from the first snapshot to the last. The series columns
 // list one value per snapshot, in the order of the tags.
 //
+// The last step is checked first, one seek per group of the newest snapshot: most groups did not
+// grow into it, and only those that did have their series read, a seek per snapshot. Over a
+// thousand builds of a thousand groups each, that is a thousand seeks instead of a million.
+//
 // Each path's `verdict` and `known_leak` (set by a load under rules, docs/rules.md) are those of the
 // newest snapshot's group's largest member (`samples[0]`), the rule `gate-paths` follows; looked up
 // for the paths answered only, null where the objects are not stored (a pruned snapshot).
@@ -18,6 +22,9 @@ WITH i, s ORDER BY i
 WITH collect(s.sid) AS sids
 WHERE size(sids) = size($tags) AND size(sids) >= 3
 MATCH (newest:PathGroup {sid: last(sids)}) WHERE newest.sig IS NOT NULL
+OPTIONAL MATCH (previous:PathGroup {sid: sids[size(sids) - 2], sig: newest.sig})
+WITH sids, newest, previous
+WHERE newest.self_size > coalesce(previous.self_size, 0) AND newest.objects >= coalesce(previous.objects, 0)
 CALL (sids, newest) {
   UNWIND range(0, size(sids) - 1) AS k
   OPTIONAL MATCH (g:PathGroup {sid: sids[k], sig: newest.sig})

@@ -8,12 +8,19 @@
 // each snapshot to the next and its object count never shrank (an array that keeps growing keeps
 // its count of 1). Ranked by the growth from the first snapshot to the last. The series columns list
 // one value per snapshot, in the order of the tags.
+//
+// The last step is checked first, one seek per group of the newest snapshot: most groups did not
+// grow into it, and only those that did have their series read, a seek per snapshot. Over a
+// thousand builds of a thousand groups each, that is a thousand seeks instead of a million.
 UNWIND range(0, size($tags) - 1) AS i
 MATCH (s:Snapshot {tag: $tags[i], status: 'ready'})
 WITH i, s ORDER BY i
 WITH collect(s.sid) AS sids
 WHERE size(sids) = size($tags) AND size(sids) >= 3
 MATCH (newest:TypeGroup {sid: last(sids)}) WHERE newest.type IS NOT NULL
+OPTIONAL MATCH (previous:TypeGroup {sid: sids[size(sids) - 2], type: newest.type})
+WITH sids, newest, previous
+WHERE newest.self_size > coalesce(previous.self_size, 0) AND newest.objects >= coalesce(previous.objects, 0)
 CALL (sids, newest) {
   UNWIND range(0, size(sids) - 1) AS k
   OPTIONAL MATCH (g:TypeGroup {sid: sids[k], type: newest.type})

@@ -37,6 +37,7 @@ MAX_LIMIT = 1000  # rows of a list of objects, nodes of a subtree (the stored ra
 MAX_GROUP_LIMIT = 10_000  # rows of a list of types or retainer paths
 MAX_SAMPLES = 20  # example objects per row
 MAX_OFFSET = 1_000_000_000  # rows a page may pass over (a type's objects, an object's references)
+MAX_BUILDS = 10_000  # builds one page of a history may list
 DEFAULT_TIMEOUT = settings.QUERY_TIMEOUT.fallback  # seconds per query, the service's and the CLI's
 TIMEOUT_RANGE = settings.TIMEOUT_RANGE
 
@@ -87,6 +88,33 @@ class Params(BaseModel):
 def describe(error: ValidationError) -> str:
     """A pydantic error as one line: ``limit: Input should be less than or equal to 1000; ...``."""
     return "; ".join(f"{'.'.join(str(x) for x in e['loc']) or 'value'}: {e['msg']}" for e in error.errors())
+
+
+# Which loaded builds a question over a history reads, said once for each question that takes it
+# (`growth --builds`, `type-history --builds`); heapdb.queries.builds resolves it.
+BUILDS_HELP = (
+    "The loaded builds (snapshots loaded with `--meta build=N`), in build order: 'all', or a range "
+    "FIRST..LAST, either end left out for the first or the last build; an end that is a number takes the "
+    "builds numbered from or up to it, another must be a loaded build's name or tag."
+)
+
+
+class BuildRange(NamedTuple):
+    """A range of builds: its first and last build (None: open at that end)."""
+
+    first: str | None
+    last: str | None
+
+
+def build_range(text: str) -> BuildRange:
+    """``all``, ``FIRST..LAST``, ``FIRST..`` or ``..LAST`` as a :class:`BuildRange`; ValueError otherwise."""
+    text = text.strip()
+    if text == "all":
+        return BuildRange(None, None)
+    first, dots, last = text.partition("..")
+    if not dots or ".." in last or not (first.strip() or last.strip()):
+        raise ValueError(f"expected 'all' or a range FIRST..LAST of builds, got {text[:60]!r}")
+    return BuildRange(first.strip() or None, last.strip() or None)
 
 
 class ObjectDetails(Params):
@@ -202,7 +230,7 @@ class Types(Params):
 
 class Diff(Params):
     stored = ("diff-types", "diff-paths")
-    by: Literal["type", "path", "object", "bucket", "owner", "inspection"] = Field(
+    by: Literal["type", "path", "object", "bucket", "owner", "inspection", "dominator"] = Field(
         "type",
         description="Group objects by type, or by retainer path (both need no stable ids), "
         "or match them by id and type: new / survived / freed (ids must be stable), "
@@ -210,14 +238,26 @@ class Diff(Params):
         "or by owner (package, file, category...: see `heapdb owners`; --level picks the level), "
         "or compare the stored inspections' rows (duplicated contents, detached DOM, components, "
         "collection types' unused capacity, lifecycle leaks, what listeners, the console and closures alone "
-        "hold, global variables, memory by React component), as the gate does.",
+        "hold, global variables, memory by React component), as the gate does; "
+        "or along the dominator tree: objects grouped by the types of their chain of dominators, "
+        "level by level (--under drills into a group; both snapshots must be full, not pruned).",
     )
     limit: int = Field(50, ge=1, le=MAX_GROUP_LIMIT, description="Rows to show.")
     samples: int = Field(
-        3, ge=0, le=MAX_SAMPLES, description="With by object: the largest new objects to list per type."
+        3,
+        ge=0,
+        le=MAX_SAMPLES,
+        description="With by object: the largest new objects to list per type; "
+        "by dominator: the members of each group retaining most in AFTER.",
     )
     level: str | None = Field(
         None, description="With by owner: the level of owners to compare (default: the first, package or category)."
+    )
+    under: str | None = Field(
+        None,
+        min_length=1,
+        description="With by dominator: the group whose groups below to list, by its key (a row's `key`) "
+        "or its path of types joined by ' > ' (default: the groups below the root).",
     )
 
 
@@ -235,6 +275,17 @@ class Growth(Params):
     stored = ("growth-types", "growth-paths")
     by: Literal["type", "path"] = Field("type", description="Group objects by type or by retainer path.")
     limit: int = Field(50, ge=1, le=MAX_GROUP_LIMIT, description="Rows to show.")
+    builds: str | None = Field(None, min_length=1, max_length=400, description="In place of TAGS: " + BUILDS_HELP)
+
+    @field_validator("builds")
+    @classmethod
+    def _builds(cls, value: str | None) -> str | None:
+        return None if value is None else _checked_builds(value)
+
+
+def _checked_builds(value: str) -> str:
+    build_range(value)  # refused here, before any database is asked
+    return value.strip()
 
 
 class Unbound(Params):
@@ -314,6 +365,28 @@ class GateRuns(Params):
     candidate: str | None = Field(None, min_length=1, description="Only the runs whose candidate was this tag.")
     offset: int = Field(0, ge=0, le=MAX_OFFSET, description="How many runs to pass over (the page's start).")
     limit: int = Field(50, ge=1, le=MAX_LIMIT, description="How many runs.")
+
+
+class TypeHistory(Params):
+    """One type's totals in each loaded build, a page of builds at a time."""
+
+    stored = ("type-history",)
+    type: str = Field(min_length=1, description="The type, e.g. a constructor name (as `heapdb types` lists it).")
+    builds: str = Field("all", min_length=1, max_length=400, description=BUILDS_HELP)
+    offset: int = Field(0, ge=0, le=MAX_OFFSET, description="How many builds to pass over (the page's start).")
+    limit: int = Field(100, ge=1, le=MAX_BUILDS, description="How many builds.")
+
+    @field_validator("builds")
+    @classmethod
+    def _builds(cls, value: str) -> str:
+        return _checked_builds(value)
+
+
+class History(Params):
+    """A page of the builds of one leak signature's history."""
+
+    offset: int = Field(0, ge=0, le=MAX_OFFSET, description="How many builds to pass over (the page's start).")
+    limit: int = Field(100, ge=1, le=MAX_BUILDS, description="How many builds.")
 
 
 class Lifelines(Params):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, TypeVar
 
@@ -311,6 +311,17 @@ class GrowthReport:
     rows: list[Growth]
 
 
+# A growth series longer than this (a history of builds) is shown by its ends, in text and to an agent.
+SERIES_SHOWN = 12
+
+
+def series_ends(values: Sequence[T]) -> tuple[list[T], list[T]]:
+    """A series' first and last few (:data:`SERIES_SHOWN` in all) when it is longer; else all, and none."""
+    if len(values) <= SERIES_SHOWN:
+        return list(values), []
+    return list(values[: SERIES_SHOWN // 2]), list(values[-(SERIES_SHOWN // 2) :])
+
+
 @dataclass(frozen=True)
 class AccumulationPoint:
     """Where a suspect's retained size piles up: no dominated child holds ``ratio`` of it."""
@@ -533,7 +544,32 @@ class SignatureHistory:
     last_seen: str | None
     grew: list[str]  # the builds where it retained more than in the build before
     known_leak: str | None
-    observations: list[SignatureObservation] = field(default_factory=list)  # in build order
+    observations: list[SignatureObservation] = field(default_factory=list)  # in build order, a page of them
+    builds: int = 0  # the recorded builds it was looked up in, of which ``observations`` are a page from ``offset``
+    offset: int = 0
+
+
+@dataclass(frozen=True)
+class TypeInBuild:
+    """One type's totals in one loaded build."""
+
+    build: str
+    tag: str
+    summary: bool  # the build's snapshot was pruned: its objects are gone, these totals stay
+    objects: int
+    self_size: int
+    retained_size: int
+
+
+@dataclass(frozen=True)
+class TypeHistory:
+    """One type in each loaded build of a range, a page of builds, oldest first."""
+
+    type: str
+    builds: str  # the range asked for ('all', FIRST..LAST)
+    total: int  # builds in the range
+    offset: int
+    rows: list[TypeInBuild]
 
 
 def to_data(answer: Any, link: Callable[[ObjectRef], Any]) -> Any:

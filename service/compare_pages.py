@@ -4,6 +4,8 @@
   the column a person picks (``sort=``), with the diff's flame graph of what grew drawn inline (the
   same drawing as ``heapdb diff --format svg``); ``by=object``: DevTools' Comparison view, objects
   matched by id, each type's new, deleted and delta counts and sizes, its row opening its new objects;
+  ``by=dominator``: one level of the dominator tree's groups (``under=KEY`` the group drilled into),
+  each row drilling further and naming its largest objects;
 - ``/compare/leaks?tag=A&tag=B&tag=C``: memlab's three-snapshot leak candidates, each cluster with
   its example objects linked to their pages;
 - ``/compare/growth?tag=A&tag=B&tag=C...``: the types or paths that grew at every step.
@@ -25,6 +27,7 @@ from markupsafe import Markup
 
 from heapdb.errors import ParameterError
 from heapdb.queries import params
+from heapdb.queries.dominator_diff import DominatorDiff
 from heapdb.queries.questions import Questions
 from heapdb.queries.results import Change, Diff, ObjectDiff
 from heapdb.renderers import charts, text
@@ -57,11 +60,14 @@ def _query(path: str, values: Sequence[tuple[str, object]]) -> str:
     return f"{path}?{urlencode(values)}"
 
 
-def compare_page(before: str, after: str, by: str = "type", sort: str = DEFAULT_SORT) -> str:
-    """The diff page of two snapshots (the default sort left out of the URL)."""
+def compare_page(before: str, after: str, by: str = "type", sort: str = DEFAULT_SORT, under: str | None = None) -> str:
+    """The diff page of two snapshots (the default sort left out of the URL); by dominator, ``under``
+    is the key of the group drilled into."""
     values: list[tuple[str, object]] = [("before", before), ("after", after), ("by", by)]
     if sort != DEFAULT_SORT:
         values.append(("sort", sort))
+    if under is not None:
+        values.append(("under", under))
     return _query(COMPARE, values)
 
 
@@ -134,6 +140,8 @@ def add_compare_pages(app: FastAPI, questions: Callable[[], Questions]) -> None:
         answer = ask.diff(before, after, p)
         if isinstance(answer, ObjectDiff):  # DevTools' Comparison view: new, deleted, delta per type
             return respond(request, "compare_objects.html", {"diff": answer}, twin)
+        if isinstance(answer, DominatorDiff):  # one level of the dominator tree, each group drilled into
+            return respond(request, "compare_dominator.html", {"diff": answer}, twin)
         assert isinstance(answer, Diff)
         data: dict[str, Any] = {"diff": _sorted(answer, sort), "sort": sort, "limit": p.limit}
         if not wants_json(request, twin):

@@ -96,6 +96,9 @@ PART_TYPES: dict[str, Any] = {
 
 
 def _part(part: Part) -> inspect.Parameter:
+    if part.kind == "tags" and part.optional:  # none when a parameter names them (growth's builds)
+        listed: Any = Annotated[list[Tag], Field(description=part.description)]
+        return inspect.Parameter(part.name, inspect.Parameter.KEYWORD_ONLY, annotation=listed, default=[])
     if part.kind == "since":  # optional: all signatures without it
         annotation = Annotated[str | None, Field(description=part.description)]
         return inspect.Parameter(part.name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=None)
@@ -160,8 +163,32 @@ def text_answer(text: str, max_chars: int) -> str:
     return kept[: kept.rfind("\n") if "\n" in kept else len(kept)] + note
 
 
+def _shape_growth(answer: results.GrowthReport) -> dict[str, Any]:
+    """Growth over a long series (a history of builds) with each series' ends only, as its text shows
+    them: a thousand builds' figures per row would not fit one page; `type-history` pages one type's."""
+    data = results.to_data(answer, _link)
+    head, tail = results.series_ends(answer.tags)
+    if not tail:
+        return data
+
+    def ends(values: list[Any]) -> list[Any]:
+        first, last = results.series_ends(values)
+        return first + last
+
+    data["tags"] = ends(data["tags"])
+    for row in data["rows"]:
+        for key in ("counts", "sizes", "retained"):
+            row[key] = ends(row[key])
+    data["series"] = (
+        f"{len(answer.tags):,} snapshots: each series shows the first {len(head)} and the last {len(tail)}, "
+        f"{len(answer.tags) - len(head) - len(tail):,} left out between; `type-history` lists one type's figures "
+        "in every build, a page at a time"
+    )
+    return data
+
+
 # Answers an agent reads better rearranged than as the result's fields.
-SHAPES: dict[str, Callable[[Any], Any]] = {"retains": _shape_retains}
+SHAPES: dict[str, Callable[[Any], Any]] = {"retains": _shape_retains, "growth": _shape_growth}
 
 
 class Tools:

@@ -76,7 +76,7 @@ def _part_field(part: Part, request: Request) -> Field:
         part.description,
         values or [""],
         None,
-        required=part.kind != "since",
+        required=part.kind != "since" and not part.optional,
         repeated=part.kind == "tags",
     )
 
@@ -109,7 +109,7 @@ def _subject(question: Question, request: Request) -> list[Any] | None:
         given = _given(request, part.rest_name)
         if part.kind == "tags":
             found.append(given)
-            if not given:
+            if not given and not (part.optional and request.query_params):
                 return None
         elif part.kind == "since":
             found.append(given[-1] if given else None)
@@ -156,12 +156,16 @@ def add_question_pages(app: FastAPI, questions: Callable[[], Questions]) -> None
                     values[field] = tuple(given) if field_shape(info).repeated else given[-1]
         subject = _subject(question, request)
         answer = None
-        if subject is not None:
+        required = [] if model is None else [f for f, info in model.model_fields.items() if info.is_required()]
+        if subject is not None and all(f in values for f in required):
             p = None if model is None else model(**values)
             answer = question.answer(questions(), subject, p)
         if wants_json(request, twin):
             if answer is None:
-                missing = [part.rest_name for part in question.subject.parts if part.kind != "since"]
+                missing = [
+                    part.rest_name for part in question.subject.parts if part.kind != "since" and not part.optional
+                ]
+                missing += [f for f in required if f not in values]
                 raise ParameterError(f"{question.name} needs {', '.join(missing)} in the query")
             return JSONResponse(links.to_json(answer))  # what the question's REST route answers
         fields = [_part_field(part, request) for part in question.subject.parts]

@@ -61,7 +61,8 @@ def _annotation(part: Part, in_path: bool) -> tuple[Any, Any]:
     if part.kind == "run":
         return Annotated[int, FastAPIPath(ge=1, le=MAX_ID, description=part.description)], inspect.Parameter.empty
     if part.kind == "tags":
-        return Annotated[list[str], Query(description=part.description + " Repeat the key.")], inspect.Parameter.empty
+        annotation = Annotated[list[str], Query(description=part.description + " Repeat the key.")]
+        return annotation, [] if part.optional else inspect.Parameter.empty
     if part.kind == "since":
         return Annotated[str | None, Query(min_length=1, description=part.description)], None
     bounds = {} if in_path else {"min_length": 1}

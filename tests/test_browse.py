@@ -19,7 +19,7 @@ from heapdb.loader import store
 from heapdb.loader.graph import EdgeKind
 from heapdb.loader.store import hubs
 from heapdb.loader.store.listings import TypeListing
-from heapdb.queries import browse, params
+from heapdb.queries import browse, params, results
 from heapdb.queries.questions import Questions
 from heapdb.renderers.text import instances_text
 from heapdb.service.app import create_app
@@ -326,7 +326,8 @@ def test_a_paths_new_objects_are_those_held_that_way_and_new_since_the_earlier_s
     have no signatures, answer the same object by object."""
     baseline, final = leak_series_loaded["baseline"], leak_series_loaded["final"]
     diff = ask.diff(baseline.tag, final.tag, params.Diff(by="path", limit=1000))
-    grown = next(c for c in diff.changes if c.type == "LeakedItem" and c.count_delta > 0)  # type: ignore[union-attr]
+    assert isinstance(diff, results.Diff)
+    grown = next(c for c in diff.changes if c.type == "LeakedItem" and c.count_delta > 0)
     g = final.graph
     signature = store.LoadInput.from_analysis(g, final.result).paths.signature
     old = set(baseline.graph.ids[members(baseline, "LeakedItem")].tolist())

@@ -16,7 +16,7 @@ import numpy as np
 from fastapi.testclient import TestClient
 
 from heapdb.loader.graph import EdgeKind
-from heapdb.queries import params
+from heapdb.queries import params, results
 from heapdb.queries.questions import Questions
 from heapdb.service import browse_pages, compare_pages, pages, trees
 from heapdb.service.app import create_app
@@ -255,7 +255,8 @@ def test_a_person_walks_from_the_summary_to_a_holder_searches_and_compares_in_ch
         # The same by retainer path: the leak's path opens the objects new on it.
         browser.goto(base + compare_pages.compare_page(baseline.tag, tag, by="path"))
         by_path = ask.diff(baseline.tag, tag, params.Diff(by="path"))
-        grown = next(c for c in by_path.changes if c.type == LEAKED)  # type: ignore[union-attr]
+        assert isinstance(by_path, results.Diff)
+        grown = next(c for c in by_path.changes if c.type == LEAKED)
         link = browse_pages.type_page(tag, LEAKED, since=baseline.tag, path=grown.signature)
         browser.follow(f'table.compare a[href="{link}"]')
         on_path = ask.instances(tag, params.Instances(type=LEAKED, since=baseline.tag, path=grown.signature))

@@ -57,6 +57,7 @@ TOOLS = {
     "object",
     "diff",
     "growth",
+    "type-history",
     "unbound",
     "suspects",
     "lifelines",
@@ -404,6 +405,12 @@ def test_lifelines_heapdomstats_and_the_gate_answer_as_the_python_api(
         found["gate"] = await whole(
             client, "gate", ("findings", "known"), baseline=baseline, candidate=final, min_bytes=65536
         )
+        found["dominator"] = await whole(client, "diff", ("changes",), before=baseline, after=final, by="dominator")
+        # Drilled into the place the growth concentrates, by the key the answer gave.
+        key = found["dominator"][0]["concentration"][-1]["key"]
+        found["drilled"] = await whole(
+            client, "diff", ("changes",), before=baseline, after=final, by="dominator", under=key
+        )
 
     over_stdio(agent)
     questions = Questions(database)
@@ -418,6 +425,12 @@ def test_lifelines_heapdomstats_and_the_gate_answer_as_the_python_api(
     answer = found["gate"][0]
     assert answer["passed"] is False and answer["min_bytes"] == 65536
     assert joined(found["gate"], "findings") == as_agent_sees(gate)["findings"]
+    concentrates = found["dominator"][0]["concentration"][-1]
+    for name, under in (("dominator", None), ("drilled", concentrates["key"])):
+        grew = as_agent_sees(questions.diff(baseline, final, params.Diff(by="dominator", under=under)))
+        assert joined(found[name], "changes") == grew["changes"]
+        assert found[name][0]["concentration"] == grew["concentration"] and found[name][0]["under"] == grew["under"]
+    assert found["drilled"][0]["under"]["hops"] == concentrates["hops"]
 
 
 def test_a_compact_answer_describes_each_object_once_and_leaves_out_nulls() -> None:

@@ -39,6 +39,8 @@ FRONT_ENDS = {
     params.Unbound: ("unbound", "/api/unbound"),
     params.Gate: ("gate", "/api/gate"),
     params.GateRuns: ("gate-runs", "/api/gate-runs"),
+    params.TypeHistory: ("type-history", "/api/type-history"),
+    params.History: ("history", "/api/signatures/{sig}"),
     params.Suspects: ("suspects", "/api/snapshots/{tag}/suspects"),
     params.Lifelines: ("lifelines", "/api/snapshots/{tag}/lifelines"),
     params.HeapDomStats: ("heapdomstats", "/api/snapshots/{tag}/heapdomstats"),

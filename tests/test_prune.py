@@ -224,6 +224,7 @@ def test_object_questions_refuse_a_summary(database: Database, loaded: tuple[str
         lambda: ask.find(pruned, params.Find(type="Object")),
         lambda: ask.suspects(pruned),
         lambda: ask.diff(pruned, full, params.Diff(by="object")),
+        lambda: ask.diff(full, pruned, params.Diff(by="dominator")),
         lambda: ask.leaks(pruned, tags["target"], full, params.Leaks(by="id")),
         lambda: ask.leaks(full, full, pruned, params.Leaks(by="path")),  # final's objects name the clusters
     ):

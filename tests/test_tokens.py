@@ -203,7 +203,8 @@ def _fill(template: str, **values: Any) -> str:
 
 
 def _each_question(template: str) -> Callable[[World], list[Request]]:
-    return lambda w: [(_fill(template, question=q.name), _parts(q, w)) for q in QUESTIONS]
+    # A question about no snapshot names none in its subject (type-history's type is a type's name).
+    return lambda w: [(_fill(template, question=q.name), _parts(q, w)) for q in QUESTIONS if q.subject.parts]
 
 
 def _one(template: str, **fixed: Any) -> Callable[[World], list[Request]]:
@@ -243,9 +244,12 @@ NAMING: dict[str, Callable[[World], list[Request]]] = {
     **_pages(links.ASK_PAGE, _each_question),
     **_pages(links.QUERY_PAGE, lambda page: lambda w: [(_fill(page, name="top"), _stored("top", w))]),
 }
+TYPE_HISTORY = question_path(next(q for q in QUESTIONS if q.name == "type-history"))
 # Lists that may name snapshots in a filter: another team's answers as an unknown one, not 404.
 FILTERING: dict[str, Callable[[World], list[Request]]] = {
     links.GATE_RUNS + "?candidate": lambda w: [(links.GATE_RUNS, {"candidate": w.tags[0]})],
+    # A range of builds may end at a tag: another team's is no loaded build of the caller's.
+    TYPE_HISTORY + "?builds": lambda w: [(TYPE_HISTORY, {"type": w.type_name, "builds": f"{w.tags[0]}.."})],
     links.JOBS + "?tag": lambda w: [(links.JOBS, {"tag": w.tags[0]})],
 }
 # Routes that list what the token may read, or name nothing of a team's.

@@ -65,7 +65,7 @@ class Extra:
 
 def ask(question: Question, subject: Sequence[Any], p: Any, timeout: float) -> Any:
     """Connect and ask; an object given by ``--type`` is resolved first."""
-    if question.subject.kind == "snapshots":
+    if question.subject.kind == "snapshots" and not (subject[0] == () and getattr(p, "builds", None)):
         try:
             check_series(subject[0])  # before connecting: a usage error should not wait for Neo4j
         except ParameterError as e:
@@ -110,7 +110,7 @@ def _subject_options(question: Question) -> list[Callable[[F], F]]:
 
 def _part_option(part: Part, *, as_option: bool) -> Callable[[F], F]:
     if part.kind == "tags":
-        return click.argument(part.name, nargs=-1, required=True)
+        return click.argument(part.name, nargs=-1, required=not part.optional)
     if part.kind in ("signature", "run"):
         return click.argument(part.name, type=int)
     if part.kind == "since":

@@ -1,5 +1,5 @@
 """The gate's answers for people and CI systems: text (:func:`gate_text`, :func:`history_text`,
-:func:`signatures_text`, :func:`gate_runs_text`, :func:`gate_run_text`), JUnit XML (test results) and Markdown (a job summary).
+:func:`signatures_text`, :func:`gate_runs_text`, :func:`gate_run_text`, :func:`type_history_text`), JUnit XML (test results) and Markdown (a job summary).
 
 They live here rather than in :mod:`heapdb.renderers.text`: they are one feature's renderers, and the CLI
 imports them only when a gate command runs.
@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from heapdb.queries.results import GateFinding, GateReport, GateRun, GateRuns, SignatureHistory
+from heapdb.queries.results import GateFinding, GateReport, GateRun, GateRuns, SignatureHistory, TypeHistory
 from heapdb.renderers.text import _signed, short_name, why_command
 from heapdb.units import NAME_LIMIT, human_bytes
 
@@ -109,6 +109,39 @@ def history_text(answer: SignatureHistory) -> str:
     for o in answer.observations:
         bar = "█" * round(HISTORY_BAR * o.retained_size / widest) if widest else ""
         lines.append(f"  {o.build:>{names}}  {human_bytes(o.retained_size):>10}  {bar}")
+    lines += _page_line("builds", answer.offset, len(answer.observations), answer.builds)
+    return "\n".join(lines)
+
+
+def _page_line(what: str, offset: int, shown: int, total: int) -> list[str]:
+    """Which page of ``total`` rows an answer shows, when it does not show them all."""
+    if offset == 0 and shown >= total:
+        return []
+    more = f"; --offset {offset + shown} for the next" if offset + shown < total else ""
+    return [
+        f"{what} {offset + 1:,}–{offset + shown:,} of {total:,}{more}"
+        if shown
+        else f"no {what} past {offset:,} of {total:,}"
+    ]
+
+
+def type_history_text(answer: TypeHistory) -> str:
+    """One type's totals per loaded build, a bar of its retained size each."""
+    lines = [f"{short_name(answer.type, NAME_LIMIT)} in each loaded build ({answer.builds}), oldest first"]
+    widest = max((r.retained_size for r in answer.rows), default=0)
+    names = max([5, *(len(r.build) for r in answer.rows)])
+    lines.append(
+        f"  {'build':>{names}}  {'objects':>10}  {'self size':>10}  {'retained':>10}  (p: pruned to summaries)"
+    )
+    for r in answer.rows:
+        bar = "█" * round(HISTORY_BAR * r.retained_size / widest) if widest else ""
+        pruned = "p" if r.summary else " "
+        lines.append(
+            f"  {r.build:>{names}}  {r.objects:>10,}  {human_bytes(r.self_size):>10}  {human_bytes(r.retained_size):>10} {pruned} {bar}"
+        )
+    if not answer.total:
+        lines.append("no loaded build in that range (builds are snapshots loaded with --meta build=N)")
+    lines += _page_line("builds", answer.offset, len(answer.rows), answer.total)
     return "\n".join(lines)
 
 

@@ -13,6 +13,7 @@ import shlex
 from heapdb import units
 from heapdb.loader.graph import ROOT_NAME
 from heapdb.loader.inspections.leak_status import PathLabels
+from heapdb.queries.dominator_diff import DominatorDiff
 from heapdb.queries.results import (
     Diff,
     DominatorChain,
@@ -33,6 +34,7 @@ from heapdb.queries.results import (
     Turnover,
     TypeRow,
     WhyAlive,
+    series_ends,
 )
 from heapdb.units import NAME_LIMIT, human_bytes
 
@@ -186,10 +188,14 @@ def _signed(n: int, bytes_: bool = False) -> str:
     return ("+" if n > 0 else "-" if n < 0 else " ") + text
 
 
-def diff_text(answer: Diff | ObjectDiff) -> str:
+def diff_text(answer: Diff | ObjectDiff | DominatorDiff) -> str:
     """A diff as a table: one type, path or bucket per line, largest growth first."""
     if isinstance(answer, ObjectDiff):
         return object_diff_text(answer)
+    if isinstance(answer, DominatorDiff):
+        from heapdb.renderers.dominator_text import dominator_diff_text  # it builds on this module's helpers
+
+        return dominator_diff_text(answer)
     lines = [f"{answer.before} → {answer.after}, by {answer.by}, largest growth first"]
     lines.append(f"{'objects':>9} {'Δ objects':>11} {'size':>11} {'Δ size':>12} {'Δ retained':>12}  {answer.by}")
     for c in answer.changes:
@@ -318,15 +324,21 @@ def _cluster_lines(c: LeakCluster) -> list[str]:
     return lines
 
 
+def _series(values: list[str]) -> str:
+    """A series joined by arrows; a long one's ends (:func:`series_ends`), saying how many are left out."""
+    head, tail = series_ends(values)
+    return " → ".join([*head, *([f"… {len(values) - len(head) - len(tail):,} more …", *tail] if tail else [])])
+
+
 def growth_text(answer: GrowthReport) -> str:
     """Types or paths that grew at every step, with their per-snapshot series of count and size."""
-    lines = [f"{answer.by}s whose size grew at every step across {' → '.join(answer.tags)}; most growth first"]
+    lines = [f"{answer.by}s whose size grew at every step across {_series(answer.tags)}; most growth first"]
     for i, g in enumerate(answer.rows, 1):
         lines.append(
             f"{i:>2}. {_signed(g.size_growth, True).strip()}, {_signed(g.count_growth).strip()} objects  {short_name(g.label) if answer.by == 'type' else g.label}"
         )
-        lines.append(f"    objects: {' → '.join(f'{n:,}' for n in g.counts)}")
-        lines.append(f"    size:    {' → '.join(human_bytes(n) for n in g.sizes)}")
+        lines.append(f"    objects: {_series([f'{n:,}' for n in g.counts])}")
+        lines.append(f"    size:    {_series([human_bytes(n) for n in g.sizes])}")
         lines.extend(rule_lines(g.verdict, g.known_leak, "    "))
     if not answer.rows:
         lines.append(f"no {answer.by} grew at every step")

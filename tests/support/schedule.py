@@ -25,6 +25,7 @@ LONGEST = (
     "tests/test_prune.py",
     "tests/test_intake.py",
     "tests/test_gate.py",
+    "tests/test_build_history.py",
     "tests/test_load_rules.py",
     "tests/test_buckets.py",
     "tests/test_reanalyze.py",
