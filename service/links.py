@@ -59,6 +59,7 @@ REFERENCES = OBJECT + "/references"
 DIFF = API + "/diff/{before:segment}/{after:segment}"
 LEAKS = API + "/leaks"
 GROWTH = API + "/growth"
+TYPE_HISTORY = API + "/type-history"  # one type's totals per loaded build
 UNBOUND = API + "/unbound"
 GATE = API + "/gate"
 SIGNATURES = API + "/signatures"
