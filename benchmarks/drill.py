@@ -381,6 +381,11 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="leave the pushed snapshots (default: dropped at the end)")
     parser.add_argument("--json", dest="json_out")
     parser.add_argument("--service-log", default="/tmp/heapdb-drill.log")
+    parser.add_argument(
+        "--records",
+        metavar="FILE",
+        help="also write every request (start s, kind, status, ms), one JSON list a line, after one line with the clock",
+    )
     args = parser.parse_args()
     if not os.environ.get("XDG_DATA_HOME", "").startswith("/tmp"):
         sys.exit("set XDG_DATA_HOME/XDG_CONFIG_HOME to a private managed instance under /tmp: the drill changes it")
@@ -420,6 +425,11 @@ def main() -> None:
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump(figures, f, indent=2)
+    if args.records:  # to line the slow answers up with what else happened (a load's writes, Neo4j's pauses)
+        with open(args.records, "w") as f:
+            f.write(json.dumps({"t0_unix": round(time.time() - drill.now(), 3)}) + "\n")  # the records' clock
+            for r in drill.phase.records:
+                f.write(json.dumps([round(r.started, 3), r.kind, r.status, round(r.ms, 1)]) + "\n")
 
 
 if __name__ == "__main__":

@@ -344,7 +344,8 @@ WARM_UP = Variable(
     default=60.0,
     help="Seconds the service may spend warming up as it starts, before its port opens, so that the first "
     "answers after a restart come about as fast as later ones: the common questions asked once about the "
-    "newest snapshots, then those snapshots read into Neo4j's page cache; 0 switches it off.",
+    "newest snapshots, then those snapshots read into Neo4j's page cache; 0 switches it off, and with it the "
+    "look-ahead (the cross-snapshot reports worked out as snapshots change).",
 )
 
 # Clients and loads

@@ -1,11 +1,16 @@
 """Questions across snapshots: what changed (per type, per retainer path, object by object, along
-the dominator tree), what leaked (memlab's three snapshots), and what grew at every step."""
+the dominator tree), what leaked (memlab's three snapshots), and what grew at every step.
+
+Why this module is long: the comparisons share how they look their snapshots up, how the service
+keeps their answers (per pair of loads, one answer cut for every limit) and the id checks that
+matching by object needs; apart, each would repeat them. The parts that stand alone (the dominator
+tree's groups, leaks by id, the builds) are modules of their own already."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 import numpy as np
@@ -36,6 +41,12 @@ from heapdb.queries.results import (
 
 RETYPED_SHARE = 0.01  # above this share of shared ids changing type, ids are not taken as stable
 MIN_SERIES = 3  # snapshots growth compares: with two, "grew at every step" is just a diff
+# The reports whose rows, for a limit, are the first rows of the same report for a larger limit
+# (their order ends on a unique key: a type, a path's signature). With a cache (the service), one
+# answer is worked out for at least the default limit and cut for each smaller one: clients asking
+# 10, 20 or 50 rows, the warm-up and the service's look-ahead (heapdb.service.warmup) share one
+# computation, the first answer of a comparison being what every client asking it waits for.
+PREFIX_DIFFS = ("type", "path", "object")
 
 
 def check_series(refs: Sequence[object]) -> None:
@@ -49,6 +60,23 @@ def _figures(column: np.ndarray) -> tuple[int, int, int, int, int, int]:
     """A column of the turnover figures: new, survived and freed, each a count and a size."""
     new_count, new_size, survived_count, survived_size, freed_count, freed_size = (int(x) for x in column)
     return new_count, new_size, survived_count, survived_size, freed_count, freed_size
+
+
+def _at_least_default(p: params.Diff | params.Growth) -> Any:
+    """``p`` asking at least its model's default number of rows (see :data:`PREFIX_DIFFS`)."""
+    default = type(p).model_fields["limit"].default
+    return p if p.limit >= default else p.model_copy(update={"limit": default})
+
+
+def _cut(answer: Any, limit: int) -> Any:
+    """A report worked out for a larger limit, cut to ``limit`` rows (see :data:`PREFIX_DIFFS`)."""
+    if isinstance(answer, Diff) and len(answer.changes) > limit:
+        return replace(answer, changes=answer.changes[:limit])
+    if isinstance(answer, ObjectDiff) and len(answer.types) > limit:
+        return replace(answer, types=answer.types[:limit])
+    if isinstance(answer, GrowthReport) and len(answer.rows) > limit:
+        return replace(answer, rows=answer.rows[:limit])
+    return answer
 
 
 def _runtime(snapshot: Snapshot) -> str:
@@ -123,13 +151,14 @@ class CompareQuestions(InspectedQuestions, builds.BuildQuestions):
             raise ParameterError("under names a group of the dominator tree: use it with by dominator")
         by_object = p.by in ("object", "dominator")  # the others read stored totals only: summaries answer
         old, new = self.snapshot(before, objects=by_object), self.snapshot(after, objects=by_object)
+        asked = _at_least_default(p) if self.cache is not None and p.by in PREFIX_DIFFS else p
 
         def compute() -> Diff | ObjectDiff | DominatorDiff:
             if p.by == "dominator":
                 return self.diff_dominators(old, new, p)
-            return self.diff_objects(old, new, p) if p.by == "object" else self.diff_groups(old, new, p)
+            return self.diff_objects(old, new, asked) if p.by == "object" else self.diff_groups(old, new, asked)
 
-        return self._cached(old, ("diff", new.sid, p), compute)
+        return _cut(self._cached(old, ("diff", new.sid, asked), compute), p.limit)
 
     def diff_dominators(
         self, before: SnapshotRef, after: SnapshotRef, p: params.Diff = params.Diff(by="dominator")
@@ -472,9 +501,11 @@ class CompareQuestions(InspectedQuestions, builds.BuildQuestions):
         tags = [s.tag for s in snapshots]
         if len(set(tags)) != len(tags):
             raise ParameterError("growth needs distinct snapshots: a tag is given twice")
-        return self._cached(
-            snapshots[0], ("growth", tuple(s.sid for s in snapshots[1:]), p), lambda: self._growth(tags, p)
+        asked = p if self.cache is None else _at_least_default(p)
+        answer = self._cached(
+            snapshots[0], ("growth", tuple(s.sid for s in snapshots[1:]), asked), lambda: self._growth(tags, asked)
         )
+        return _cut(answer, p.limit)
 
     def _growth(self, tags: list[str], p: params.Growth) -> GrowthReport:
         rows = self._run(f"growth-{p.by}s", tags=tags, limit=p.limit)

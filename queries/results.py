@@ -572,12 +572,28 @@ class TypeHistory:
     rows: list[TypeInBuild]
 
 
+# Types to_data passes as they are, and each result class's field names, looked up once: every
+# answer the service sends goes through to_data, and checking each value of a 50-row answer as a
+# dataclass took about 1 ms of the service's CPU per request (a third of what a cached answer costs).
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
 def to_data(answer: Any, link: Callable[[ObjectRef], Any]) -> Any:
     """A result (or a list of them) as plain JSON-ready data; each :class:`ObjectRef` as ``link`` makes it."""
+    kind = type(answer)
+    if kind in _PLAIN:
+        return answer
+    if kind is list:
+        return [to_data(item, link) for item in answer]
+    names = _FIELDS.get(kind)
+    if names is not None:
+        return {name: to_data(getattr(answer, name), link) for name in names}
     if isinstance(answer, ObjectRef):
         return link(answer)
     if is_dataclass(answer) and not isinstance(answer, type):
-        return {f.name: to_data(getattr(answer, f.name), link) for f in fields(answer)}
+        _FIELDS[kind] = tuple(f.name for f in fields(answer))
+        return to_data(answer, link)
     if isinstance(answer, (list, tuple)):
         return [to_data(item, link) for item in answer]
     if isinstance(answer, dict):

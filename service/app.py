@@ -43,6 +43,7 @@ from starlette.types import Scope as ASGIScope
 from heapdb import __version__, config, db, settings
 from heapdb.errors import HeapdbError
 from heapdb.queries import catalog, params
+from heapdb.queries.base import TAG_LOOKUP_SECONDS
 from heapdb.queries.cache import AnswerCache
 from heapdb.queries.questions import Questions
 from heapdb.scopes import Scope
@@ -60,7 +61,7 @@ from heapdb.service import (
     rule_routes,
     warmup,
 )
-from heapdb.service.pressure import IN_FLIGHT
+from heapdb.service.pressure import IN_FLIGHT, busy
 from heapdb.service.question_routes import add_question_routes
 
 
@@ -84,6 +85,12 @@ class DatabaseHandle:
                 self._database = self._connect()
             return self._database
 
+
+# While the service is busy (pressure.busy), the listing of the snapshots is answered from one read
+# at most this long ago, as long as a tag's load is remembered (queries.base.TAG_LOOKUP_SECONDS):
+# clients refreshing their lists every second or two made a tenth of the mixed-load drill's
+# requests, each costing Neo4j and the service about what a why-alive costs. Otherwise it is read afresh.
+LISTING_SECONDS = TAG_LOOKUP_SECONDS
 
 # Bounds on every request, checked before anything parses it (see request_problem).
 MAX_URL_CHARS = 16_384  # path and query string, as sent (percent-encoded)
@@ -300,7 +307,7 @@ def create_app(
     tokens = access.Tokens(handle.get) if access.enabled() else None
     cache = AnswerCache(wait=settings.ANSWER_WAIT.value())
     _schedule_pruning(app, handle)
-    warmup.schedule(app, handle.get, cache)
+    warmup.schedule(app, handle.get, cache, query_timeout)
 
     def questions() -> Questions:
         return Questions(handle.get(), query_timeout, cache, scope=access.current())
@@ -360,6 +367,11 @@ def create_app(
 
             listed = list_snapshots(handle.get(), include_incomplete=True)
             return [s.as_dict() for s in listed if access.current().reads(s.tag)]
+        if busy():
+            scope = access.current()
+            return cache.recent(
+                ("listing", scope), LISTING_SECONDS, lambda: [s.as_dict() for s in questions().snapshots()]
+            )
         return [s.as_dict() for s in questions().snapshots()]
 
     @app.get(links.SNAPSHOT, summary="One snapshot")

@@ -31,6 +31,12 @@ class InFlight:
 
 
 IN_FLIGHT = InFlight()
+CORES = os.cpu_count() or 1
+
+
+def busy(in_flight: InFlight = IN_FLIGHT) -> bool:
+    """Whether more requests are being answered than the machine has cores: they queue for the CPU."""
+    return in_flight.count > CORES
 
 
 class Pressure:
@@ -44,7 +50,7 @@ class Pressure:
             file = Path(name)
         self.file = file
         self.in_flight = in_flight
-        self.cores = cores or os.cpu_count() or 1
+        self.cores = cores or CORES
         self._loads = 0
         self._closed = False
         self._changed = threading.Condition()

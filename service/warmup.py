@@ -25,6 +25,14 @@ It stops at the time limit (each query's timeout is the time left), when the ser
 first error from Neo4j (away, say): the service then starts answering. A question refused as a
 client's would be (a snapshot still loading its references) is skipped. It is an optimisation,
 never a reason for the service to fail; it says what it did on the service's log.
+
+Then, while the service runs, it **looks ahead** (:class:`LookAhead`): each time a load makes a
+snapshot ready (or writes its objects, or a snapshot is dropped, replaced or pruned), it works out
+the cross-snapshot answers about the newest snapshots, diff, growth and leaks, before clients ask.
+Each such first answer reads two to six snapshots' stored totals or every object of two; under the
+mixed-load drill's 50 clients it took 1 to 5 s, with every client asking it waiting for it
+(docs/benchmarks.md, "Mixed-load drill"). Done once in the background it costs the same, but only
+clients that ask within that time wait, and the answers serve every limit asked (cut from one).
 """
 
 from __future__ import annotations
@@ -39,7 +47,7 @@ import neo4j.exceptions
 
 from heapdb import settings
 from heapdb.db import Database
-from heapdb.errors import DatabaseUnavailable, HeapdbError, QueryTimeout
+from heapdb.errors import DatabaseUnavailable, HeapdbError, QueryTimeout, StillComputing
 from heapdb.loader.store.snapshots import Snapshot
 from heapdb.queries import params
 from heapdb.queries.cache import AnswerCache
@@ -50,6 +58,7 @@ MAX_SNAPSHOTS = 8  # the newest full snapshots warmed: those asked about most af
 EXERCISED = 10  # each snapshot's largest retainers the object questions are asked about
 MATCHED_OBJECTS = 500_000  # the largest snapshots diff by object and leaks by id are warmed on
 TIME_LEFT_FLOOR = 0.5  # seconds: with less left, a query is not worth starting
+LOOK_SECONDS = 1.0  # how often the look-ahead reads the listing: within a client's own refresh
 
 # What the object questions read of one snapshot, in the order they need it. Counting properties
 # makes Neo4j read them, not only the nodes; the index hints make the scans read the indexes' pages,
@@ -174,24 +183,109 @@ class WarmUp:
         return left
 
 
+class LookAhead:
+    """While the service runs: the cross-snapshot answers about the newest snapshots worked out as
+    soon as the snapshots change, before a client asks (see the module's docs).
+
+    A thread reads the listing every ``every`` seconds (one small query). When the ready snapshots
+    (which, and how far their loads are) differ from the last look, it asks :func:`_compared` of the
+    :data:`MAX_SNAPSHOTS` newest full ones, one question at a time, through the service's cache:
+    those already known cost nothing, a client asking one being worked out waits for this
+    computation rather than starting its own, and the reports are cut per limit from one answer
+    (:data:`heapdb.queries.compare.PREFIX_DIFFS`). A question refused (a load still writing what it
+    reads) is asked again at the next change; Neo4j away ends nothing, the next look tries again."""
+
+    def __init__(
+        self,
+        database: Callable[[], Database],
+        cache: AnswerCache,
+        timeout: float,
+        say: Callable[[str], None],
+        every: float = LOOK_SECONDS,
+        newest: int = MAX_SNAPSHOTS,
+    ) -> None:
+        self._database = database
+        self._cache = cache
+        self._timeout = timeout
+        self._say = say
+        self._every = every
+        self._newest = newest
+        self._stopping = threading.Event()
+        self._seen: tuple[Any, ...] | None = None
+        self.asked = 0  # questions asked since the start, answered or not (for tests and the log)
+
+    def start(self) -> None:
+        threading.Thread(target=self._run, name="heapdb-look-ahead", daemon=True).start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+
+    def _run(self) -> None:
+        while not self._stopping.wait(self._every):
+            try:
+                self.look()
+            except (HeapdbError, neo4j.exceptions.Neo4jError, neo4j.exceptions.DriverError):
+                self._seen = None  # Neo4j away, say: look again from scratch
+
+    def look(self) -> int:
+        """One look: the questions asked when the snapshots changed since the last (0 otherwise)."""
+        database = self._database()
+        listed = Questions(database, self._timeout, self._cache).snapshots()
+        full = [s for s in reversed(listed) if not s.summary][: self._newest]
+        state = tuple((s.sid, s.objects_ready, s.references_ready) for s in full)
+        if state == self._seen:
+            return 0
+        self._seen = state
+        started, asked = time.monotonic(), 0
+        for _step, ask in _compared(full):
+            if self._stopping.is_set():
+                break
+            asked += 1
+            self._ask(database, ask)
+        self.asked += asked
+        if asked:
+            self._say(
+                f"look-ahead: {asked} cross-snapshot questions about the newest snapshots in {time.monotonic() - started:.1f} s"
+            )
+        return asked
+
+    def _ask(self, database: Database, ask: Ask) -> None:
+        while not self._stopping.is_set():
+            try:
+                ask(Questions(database, self._timeout, self._cache))
+                return
+            except StillComputing:
+                continue  # asking again waits on the same computation: one heavy question at a time
+            except (DatabaseUnavailable, QueryTimeout):
+                raise
+            except HeapdbError:
+                return  # refused as a client's question would be: asked again at the next change
+
+
 def _questions(newest: list[Snapshot]) -> Iterator[tuple[str, Ask]]:
     """The questions to ask, as (step, ask): every kind about the newest snapshot first (so that each
     stored query is planned early), then the cross-snapshot ones, then the other snapshots."""
     if not newest:
         return
     yield from _about(newest[0].tag, find=True)
+    yield from _compared(newest)
+    for snapshot in newest[1:]:
+        yield from _about(snapshot.tag, find=False)
+
+
+def _compared(newest: list[Snapshot]) -> Iterator[tuple[str, Ask]]:
+    """The cross-snapshot questions about snapshots listed newest first: diff between consecutive
+    ones (the newest pair first), growth over them all, leaks over the newest three."""
     oldest_first = newest[::-1]
     for before, after in reversed(list(zip(oldest_first, oldest_first[1:]))):
         for by in ("type", "path", *_matching("object", before, after)):
             yield f"diff by {by} {before.tag} {after.tag}", _diff(before.tag, after.tag, by)
     if len(newest) >= 3:
+        for by in ("type", "path"):
+            yield f"growth by {by}", _growth([s.tag for s in oldest_first], by)
         base, target, final = (s.tag for s in oldest_first[-3:])
         for by in ("path", *_matching("id", *oldest_first[-3:])):
             yield f"leaks by {by} {base} {target} {final}", _leaks(base, target, final, by)
-        for by in ("type", "path"):
-            yield f"growth by {by}", _growth([s.tag for s in oldest_first], by)
-    for snapshot in newest[1:]:
-        yield from _about(snapshot.tag, find=False)
 
 
 def _matching(by: str, *snapshots: Snapshot) -> tuple[str, ...]:
@@ -230,14 +324,22 @@ def _about_object(method: str, tag: str, object_id: int) -> Ask:
     return lambda q: getattr(q, method)(tag, object_id)
 
 
-def schedule(app: Any, database: Callable[[], Database], cache: AnswerCache | None) -> WarmUp:
+def schedule(
+    app: Any, database: Callable[[], Database], cache: AnswerCache | None, timeout: float | None = None
+) -> WarmUp:
     """Warm up as the app starts, for at most ``HEAPDB_WARM_UP`` seconds: a start-up handler, which
-    uvicorn runs before it opens the port."""
+    uvicorn runs before it opens the port; then, with a cache and the warm-up on, look ahead
+    (:class:`LookAhead`, its queries bounded by ``timeout``) until the app stops."""
 
     def say(message: str) -> None:
         print(f"heapdb: {message}", file=sys.stderr, flush=True)
 
-    warm_up = WarmUp(database, cache, settings.WARM_UP.value(), say)
+    seconds = settings.WARM_UP.value()
+    warm_up = WarmUp(database, cache, seconds, say)
     app.router.on_startup.append(warm_up.start)
     app.router.on_shutdown.append(warm_up.stop)
+    if cache is not None and seconds > 0:
+        look_ahead = LookAhead(database, cache, params.query_timeout(timeout), say)
+        app.router.on_startup.append(look_ahead.start)
+        app.router.on_shutdown.append(look_ahead.stop)
     return warm_up

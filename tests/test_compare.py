@@ -12,6 +12,7 @@ import uuid
 from collections import Counter
 from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -24,6 +25,7 @@ from heapdb.errors import ParameterError
 from heapdb.loader import analysis, formats, store
 from heapdb.loader.paths import describe_path, first_paths
 from heapdb.queries import params
+from heapdb.queries.cache import AnswerCache
 from heapdb.queries.questions import Questions
 from heapdb.queries.results import Diff, Leaks, ObjectDiff, ObjectRef
 from heapdb.service.app import create_app
@@ -549,3 +551,34 @@ def test_rest_diff_by_object_and_leaks_by_path(database: Database, loaded) -> No
         ).status_code
         == 422
     )
+
+
+def test_the_service_cuts_one_report_for_every_smaller_limit(database: Database, loaded) -> None:
+    # With a cache (the service), a diff by type, path or object and a growth report are worked out
+    # once for at least the default limit; a smaller limit is that answer cut, which must be the
+    # answer asked with that limit (each order ends on a unique key) and must not compute again.
+    tags, _ = loaded
+    cache = AnswerCache()
+    served, direct = Questions(database, timeout=60, cache=cache), Questions(database, timeout=60)
+    series = [tags["baseline"], tags["target"], tags["final"]]
+    sids = [store.get_snapshot(database, tag).sid for tag in series]
+
+    def computed_again() -> Any:
+        raise AssertionError("the report at the default limit is not what the service kept")
+
+    for by in ("type", "path", "object"):
+        whole = direct.diff(series[0], series[2], params.Diff.model_validate({"by": by}))
+        rows = whole.types if isinstance(whole, ObjectDiff) else whole.changes
+        assert len(rows) > 3, f"diff by {by}: too few rows to cut"
+        for limit in (3, 1):
+            p = params.Diff.model_validate({"by": by, "limit": limit})
+            assert served.diff(series[0], series[2], p) == direct.diff(series[0], series[2], p), (by, limit)
+        assert cache.get((sids[0], "diff", sids[2], params.Diff.model_validate({"by": by})), computed_again) == whole
+    for by in ("type", "path"):
+        report = direct.growth(series, params.Growth.model_validate({"by": by}))
+        assert len(report.rows) > 3, f"growth by {by}: too few rows to cut"
+        for limit in (3, 1):
+            g = params.Growth.model_validate({"by": by, "limit": limit})
+            assert served.growth(series, g) == direct.growth(series, g), (by, limit)
+        key = (sids[0], "growth", tuple(sids[1:]), params.Growth.model_validate({"by": by}))
+        assert cache.get(key, computed_again) == report

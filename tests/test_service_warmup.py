@@ -16,8 +16,11 @@ from heapdb.errors import DatabaseUnavailable
 from heapdb.loader import store
 from heapdb.queries import params
 from heapdb.queries.cache import AnswerCache
+from heapdb.queries.questions import Questions
+from heapdb.queries.results import Diff
+from heapdb.service import app as app_module
 from heapdb.service.app import create_app
-from heapdb.service.warmup import WarmUp
+from heapdb.service.warmup import LookAhead, WarmUp
 from tests.support.snapshots import load_synthetic
 
 
@@ -80,3 +83,43 @@ def test_the_service_warms_up_as_it_starts_and_then_answers(
     with TestClient(create_app(lambda: database)) as client:
         assert client.get("/api/health").status_code == 200
         assert client.get(f"/api/snapshots/{newest}/top").status_code == 200
+
+
+def test_the_look_ahead_works_out_the_newest_comparisons_once(database: Database, newest: str) -> None:
+    load_synthetic(database, "look-ahead", 2000, 8000, seed=38)  # a second snapshot: a pair to compare
+    said: list[str] = []
+    cache = AnswerCache()
+    look_ahead = LookAhead(lambda: database, cache, 60, said.append, newest=2)
+    assert look_ahead.look() >= 2  # diff by type and by path (and by object, small enough) of the newest pair
+    assert said and said[0].startswith("look-ahead: ")
+    seen = look_ahead._seen
+    assert seen is not None and len(seen) == 2
+    (after, *_), (before, *_) = seen
+
+    def not_remembered() -> Diff:
+        raise AssertionError("the look-ahead's diff is not in the service's cache")
+
+    # Kept at the default limit, as Questions.diff keys it; a client asking fewer rows is served from it.
+    for by in ("type", "path"):
+        kept = cache.get((before, "diff", after, params.Diff(by=by)), not_remembered)
+        assert kept.by == by
+    # Nothing changed since: nothing is asked (unless another test's load changed the listing meanwhile).
+    assert look_ahead.look() == 0 or look_ahead._seen != seen
+
+
+def test_a_busy_service_lists_snapshots_from_a_listing_a_second_old(
+    database: Database, newest: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(settings.WARM_UP.name, "0")
+    with TestClient(create_app(lambda: database)) as client:
+        monkeypatch.setattr(app_module, "busy", lambda: True)
+        first = client.get("/api/snapshots")
+        assert first.status_code == 200 and newest in {s["tag"] for s in first.json()}
+
+        def unreadable(self: Questions) -> list:
+            raise DatabaseUnavailable("the listing was read again")
+
+        monkeypatch.setattr(Questions, "snapshots", unreadable)
+        assert client.get("/api/snapshots").json() == first.json()  # busy: the listing read a moment ago
+        monkeypatch.setattr(app_module, "busy", lambda: False)
+        assert client.get("/api/snapshots").status_code == 503  # not busy: read afresh every time
