@@ -6,18 +6,17 @@ rebuild writes them, and its store files measured
 with Neo4j stopped (a clean stop checkpoints). So the
 figures are what the record formats make of the very rows a load writes, not arithmetic:
 
-- ``heapdb``: the model as stored (docs/data-model.md);
+- ``heapdb``: the model as stored (docs/data-model.md): each object lists its children in the
+  dominator tree, largest first (``dominated_order``, a ``long[]``);
+- ``store version 4``: the model before, with no such lists but the ``(sid, dom, retained_size)``
+  index, which finds an object's children;
 - ``bare references``: references with no properties, their kind as the relationship type (``WEAK_``
   before it where the reference does not retain), their names kept nowhere;
-- ``no dominator index``: without the ``(sid, dom, retained_size)`` index;
 - ``packed figures``: an object's integer and boolean properties other than ``sid``, ``id``,
-  ``dom`` and ``retained_size`` (the ones the indexes and every question read) in one ``long[]``;
-- ``children arrays + no dominator index``: instead of the index, each object lists the ids of the
-  objects it immediately dominates, largest first, in a ``long[]`` (``children``);
+  ``dom`` and ``retained_size`` in one ``long[]``;
 - ``bare references + names on holders``: the references' names kept on the objects holding them,
   as two ``long[]`` in the order of the snapshot's edges: the targets' ids and codes of the
-  references' kind and name (the table of those names, one per snapshot, is not counted);
-- ``bare references + no dominator index``: the two together.
+  references' kind and name (the table of those names, one per snapshot, is not counted).
 
 A neo4j-admin import packs records and builds indexes from sorted input, so the ``heapdb`` row is a
 rebuilt store, smaller than a transactional load's (``benchmarks/ingest.py`` measures that); the
@@ -48,36 +47,33 @@ from heapdb.loader.store.groups import write_groups, write_listings
 from heapdb.loader.store.order import write_order
 from heapdb.loader.store.rebuild import StagedSnapshot, check_managed, stage
 from heapdb.loader.store.rows import OBJECT_COLUMNS, object_batch
-from heapdb.loader.store.schema import SCHEMA
+from heapdb.loader.store.schema import CREATE_DOMINATOR_INDEX, SCHEMA
 from heapdb.loader.store.summaries import LoadInput
 
-DOMINATOR_INDEX = "heapdb_object_dom_size"
-# The properties a packed object keeps as its own: the indexes' keys.
-KEPT = ("id", "dom", "retained_size")
+# The properties a packed object keeps as its own: the indexes' keys and the children's list.
+KEPT = ("id", "dom", "retained_size", "dominated_order")
 
 
 @dataclass(frozen=True)
 class Model:
     name: str
     bare_references: bool = False
-    dominator_index: bool = True
+    # The dominator index, in place of each object's list of its children (store version 4).
+    dominator_index: bool = False
     packed_figures: bool = False
-    children: bool = False  # each object lists the objects it immediately dominates, largest first
     names_on_holders: bool = False  # each object lists its references' targets and names
 
     @property
     def own_objects(self) -> bool:
-        return self.packed_figures or self.children or self.names_on_holders
+        return self.packed_figures or self.dominator_index or self.names_on_holders
 
 
 MODELS = (
     Model("heapdb"),
+    Model("store version 4", dominator_index=True),
     Model("bare references", bare_references=True),
-    Model("no dominator index", dominator_index=False),
     Model("packed figures", packed_figures=True),
-    Model("children arrays + no dominator index", dominator_index=False, children=True),
     Model("bare references + names on holders", bare_references=True, names_on_holders=True),
-    Model("bare references + no dominator index", bare_references=True, dominator_index=False),
 )
 
 
@@ -122,8 +118,9 @@ def measure(model: Model, arguments: list[str], staged: StagedSnapshot, work: Pa
     neo4j_server.start(say=_say)
     with db.connect(say=_say) as database:
         for statement in SCHEMA:
-            if model.dominator_index or DOMINATOR_INDEX not in statement:
-                database.write(statement)
+            database.write(statement)
+        if model.dominator_index:
+            database.write(CREATE_DOMINATOR_INDEX)
         with database.session() as session:
             session.run("CALL db.awaitIndexes(3600)").consume()
         write_groups(database, staged.sid, staged.groups, dropped=staged.dropped)
@@ -168,35 +165,32 @@ def _bare_references(source: Path, directory: Path) -> Path:
 # The objects' columns a packed object folds into its one array, and those it keeps as properties.
 _FIGURES = [i for i, c in enumerate(OBJECT_COLUMNS) if c.kind is not Kind.TEXT and c.key not in KEPT]
 _OWN = [i for i in range(len(OBJECT_COLUMNS)) if i not in _FIGURES]
+# Store version 4's: all but the children's list.
+_VERSION_4 = [i for i, c in enumerate(OBJECT_COLUMNS) if c.key != "dominated_order"]
 
 
 def _objects(files: admin_import.ImportFiles, data: LoadInput, model: Model) -> None:
-    """The objects as admin_import writes them, with one of the model's arrays: their figures
-    (unset as 0, so that the array stays bit-packed), their children, or their references."""
+    """The objects as admin_import writes them, with the model's arrays: their figures (unset as 0,
+    so that the array stays bit-packed) or their references; or, as store version 4, without their
+    children's list."""
     g = data.graph
     ranks = data.top_ranks()
     order = write_order(data, ranks)
-    own = _OWN if model.packed_figures else list(range(len(OBJECT_COLUMNS)))
+    own = _OWN if model.packed_figures else _VERSION_4 if model.dominator_index else list(range(len(OBJECT_COLUMNS)))
     extra = (
-        ["f:long[]"]
-        if model.packed_figures
-        else ["children:long[]"]
-        if model.children
-        else ["out:long[]", "out_names:long[]"]
+        ["f:long[]"] if model.packed_figures else ["out:long[]", "out_names:long[]"] if model.names_on_holders else []
     )
     header = admin_import.csv_header([":ID", ":LABEL", "sid:long", *extra], [OBJECT_COLUMNS[i] for i in own])
     (files.directory / "objects.header.csv").write_text(header)
-    children = _children(data) if model.children else None
     targets, names = _out_arrays(data) if model.names_on_holders else (None, None)
     with admin_import.DataFile(files, "objects-1") as out:
         for lo in range(0, g.node_count, DEFAULT_BATCH):
             hi = min(g.node_count, lo + DEFAULT_BATCH)
             batch = object_batch(data, ranks, order, np.arange(lo, hi, dtype=np.int64))
-            if children is not None:
-                arrays = [children[lo:hi]]
-            elif targets is not None and names is not None:
+            arrays = []
+            if targets is not None and names is not None:
                 arrays = [targets[lo:hi], names[lo:hi]]
-            else:
+            elif model.packed_figures:
                 figures = batch.cells[:, _FIGURES]
                 figures = np.where(figures == NULL, 0, figures).astype(str)
                 arrays = [np.array([";".join(row) for row in figures], dtype=object)]
@@ -204,23 +198,8 @@ def _objects(files: admin_import.ImportFiles, data: LoadInput, model: Model) -> 
             if lo <= g.root < hi:
                 labels[g.root - lo] = '"Object;Root"'
             lead = [np.arange(lo, hi).astype(str).astype(object), labels, np.full(hi - lo, "1", dtype=object), *arrays]
-            out.write(Batch(batch.cells[:, own], batch.strings), lead, [OBJECT_COLUMNS[i] for i in own])
-
-
-def _children(data: LoadInput) -> np.ndarray:
-    """Per object, the ids of the objects it immediately dominates, largest first, as an array cell
-    (empty: no property)."""
-    g = data.graph
-    cells = np.full(g.node_count, "", dtype=object)
-    dominated = np.flatnonzero((data.idom >= 0) & (data.idom != np.arange(g.node_count)))
-    order = dominated[np.lexsort((g.ids[dominated], -data.retained_size[dominated], data.idom[dominated]))]
-    parents = data.idom[order]
-    bounds = np.flatnonzero(np.diff(parents)) + 1
-    ids = g.ids[order].astype(str)
-    for part in np.split(np.arange(len(order)), bounds):
-        if len(part):
-            cells[parents[part[0]]] = ";".join(ids[part])
-    return cells
+            kept = Batch(batch.cells[:, own], batch.strings, list_items=batch.list_items, list_ends=batch.list_ends)
+            out.write(kept, lead, [OBJECT_COLUMNS[i] for i in own])
 
 
 def _out_arrays(data: LoadInput) -> tuple[np.ndarray, np.ndarray]:

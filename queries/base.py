@@ -19,7 +19,7 @@ from heapdb.errors import (
     OutdatedSnapshot,
     StillLoading,
 )
-from heapdb.loader.store import STORE_VERSION, Snapshot
+from heapdb.loader.store import OLDEST_ANSWERED_VERSION, STORE_VERSION, Snapshot
 from heapdb.loader.store.listings import TypeListing
 from heapdb.loader.store.prune import summary_only
 from heapdb.queries import catalog
@@ -126,7 +126,7 @@ class Asking:
         if not rows:
             raise no_snapshot(ref)
         found = Snapshot.from_properties(rows[0]["snapshot"])
-        if found.store_version < STORE_VERSION:
+        if found.store_version < OLDEST_ANSWERED_VERSION:
             raise OutdatedSnapshot(
                 f"snapshot {ref!r} was stored by an older heapdb (store version {found.store_version}, now {STORE_VERSION}): "
                 f"load it again with `heapdb load FILE --tag {ref} --replace`"

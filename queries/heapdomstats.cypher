@@ -9,7 +9,8 @@
 // immediate dominator is the root or another root group; neither they nor the root are listed. No
 // floating object dominates another, so their retained sizes add up. The synthetic objects are
 // the ones the snapshot lists (`root_group_ids`); on one stored before that list was recorded,
-// every object is read to find them. Then the dominator index.
+// every object is read to find them. Then their children, listed on each (`dominated_order`), or
+// on a snapshot stored before store version 5, found in the (sid, dom, retained_size) index.
 MATCH (s:Snapshot {tag: $tag, status: 'ready'})
 CALL (s) {
   CALL (s) {
@@ -31,9 +32,21 @@ CALL (s) {
   RETURN reduce(layer = [s.root_id], r IN groups |
                 CASE WHEN r.dom IN layer THEN layer + r.id ELSE layer END) AS tops
 }
-UNWIND tops AS top
-MATCH (o:Object {sid: s.sid, dom: top})
-WHERE o.retained_size IS NOT NULL AND o.reachable AND NOT o.id IN tops
+CALL (s, tops) {
+  WITH s, tops WHERE s.store_version >= 5
+  UNWIND tops AS top
+  MATCH (t:Object {sid: s.sid, id: top})
+  UNWIND coalesce(t.dominated_order, []) AS child_id
+  MATCH (o:Object {sid: s.sid, id: child_id})
+  RETURN o
+  UNION
+  WITH s, tops WHERE coalesce(s.store_version, 1) < 5
+  UNWIND tops AS top
+  MATCH (o:Object {sid: s.sid, dom: top})
+  WHERE o.retained_size IS NOT NULL
+  RETURN o
+}
+WITH s, tops, o WHERE o.reachable AND NOT o.id IN tops
 WITH s, o.type AS type, count(o) AS objects, sum(o.self_size) AS self_size,
      sum(o.retained_size) AS retained_size, max(o.retained_size) AS max_retained_size
 ORDER BY retained_size DESC, type

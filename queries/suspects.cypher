@@ -14,11 +14,23 @@
 // the collection the leaked objects pile up in. It comes with its direct children in the dominator
 // tree, the largest child's retained size and the number of steps from the suspect.
 //
-// A snapshot lists its root and root groups (`root_group_ids`), so the candidates come from the
-// dominator index, a few seeks for the few objects big enough; one stored before that was recorded
-// has each of its objects read.
+// A snapshot lists its root and root groups (`root_group_ids`), and each object its children,
+// largest first (`dominated_order`): the candidates are the first of each group's children, as
+// many as the limit and the groups themselves (the only children not counted), and each descent
+// step reads one child, the largest. One stored before store version 5 finds the candidates and
+// steps in its (sid, dom, retained_size) index, and one stored before its root groups were
+// recorded has each of its objects read.
 MATCH (s:Snapshot {tag: $tag, status: 'ready'})
 CALL (s) {
+  WITH s WHERE s.store_version >= 5
+  UNWIND coalesce(s.root_group_ids, []) AS top
+  MATCH (t:Object {sid: s.sid, id: top})
+  UNWIND coalesce(t.dominated_order, [])[..$limit + size(s.root_group_ids)] AS child_id
+  MATCH (o:Object {sid: s.sid, id: child_id})
+  WHERE o.retained_size >= $min_retained
+  RETURN o
+  UNION
+  WITH s WHERE coalesce(s.store_version, 1) < 5
   UNWIND coalesce(s.root_group_ids, []) AS top
   MATCH (o:Object {sid: s.sid, dom: top})
   WHERE o.retained_size >= $min_retained
@@ -41,17 +53,26 @@ CALL (s, o) {
   // growing, and every later round sees it shorter than its number and skips the lookup).
   WITH reduce(chain = [o], step IN range(1, o.retained_count) |
               CASE WHEN size(chain) < step THEN chain
+                   WHEN s.store_version >= 5
+                   THEN chain + COLLECT { MATCH (b:Object {sid: s.sid, id: last(chain).dominated_order[0]})
+                                          WHERE b.retained_size >= last(chain).retained_size * $ratio / 100.0
+                                          RETURN b }
                    ELSE chain + COLLECT { MATCH (b:Object {sid: s.sid, dom: last(chain).id})
                                           WHERE b.retained_size >= last(chain).retained_size * $ratio / 100.0
                                           RETURN b ORDER BY b.retained_size DESC, b.id LIMIT 1 }
               END) AS chain
   WITH last(chain) AS point, size(chain) - 1 AS depth
-  // The figures a load stores on the objects it writes first (before their children are in), else
-  // counted from the children.
+  // Its children listed, or (before store version 5) the count a load stored on the objects it
+  // writes first, else counted from the children; the largest child's size as a load stored it on
+  // those first objects (before their children are in), else read from the largest child.
   RETURN point, depth,
-         CASE WHEN point.dominates IS NOT NULL THEN point.dominates
+         CASE WHEN s.store_version >= 5 THEN size(coalesce(point.dominated_order, []))
+              WHEN point.dominates IS NOT NULL THEN point.dominates
               ELSE COUNT { MATCH (child:Object {sid: s.sid, dom: point.id}) WHERE child.retained_size IS NOT NULL } END AS children,
          CASE WHEN point.largest_dominated IS NOT NULL THEN point.largest_dominated
+              WHEN s.store_version >= 5
+              THEN coalesce(COLLECT { MATCH (child:Object {sid: s.sid, id: point.dominated_order[0]})
+                                      RETURN child.retained_size }[0], 0)
               ELSE coalesce(COLLECT { MATCH (child:Object {sid: s.sid, dom: point.id}) WHERE child.retained_size IS NOT NULL
                                       RETURN child.retained_size ORDER BY child.retained_size DESC LIMIT 1 }[0], 0) END AS largest_child
 }

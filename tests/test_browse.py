@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -19,7 +20,7 @@ from heapdb.loader import store
 from heapdb.loader.graph import EdgeKind
 from heapdb.loader.store import hubs
 from heapdb.loader.store.listings import TypeListing
-from heapdb.queries import browse, params, results
+from heapdb.queries import browse, catalog, params, results
 from heapdb.queries.questions import Questions
 from heapdb.renderers.text import instances_text
 from heapdb.service.app import create_app
@@ -295,18 +296,80 @@ def test_a_hubs_levels_are_read_from_its_stored_order_and_equal_the_sorted_ones(
         for object_id, found in from_order.items():
             assert found == _pages(ask, loaded.tag, object_id, direction, count[object_id]), (direction, object_id)
             assert sum(len(p) for p in found) == count[object_id]
-    # The dominator tree's hubs: what they retain, read from their children's order, as before.
-    idom = loaded.result.idom
-    below = (idom >= 0) & (np.arange(g.node_count) != g.root)  # the root is no one's child
-    children = np.bincount(idom[below], minlength=g.node_count)
-    stored = database.read(where + "WHERE o.dominated_order IS NOT NULL RETURN o.id AS id", {"tag": loaded.tag})
-    assert sorted(r["id"] for r in stored) == sorted(g.ids[children > 150].tolist()) != []
-    parents = [int(g.ids[i]) for i in np.flatnonzero(children > 150)][:4]
-    wide = params.Retains(depth=3, limit=1000)
-    retained = {i: ask.retains(loaded.tag, i, wide) for i in [*parents, int(g.ids[g.root])]}
-    database.write(where + "REMOVE o.dominated_order", {"tag": loaded.tag})
-    for object_id, before in retained.items():
-        assert before == ask.retains(loaded.tag, object_id, wide), object_id
+
+
+def test_a_snapshot_stored_before_children_were_listed_answers_the_same(
+    database: Database, leak_snapshot: Path
+) -> None:
+    """Every object lists its children in the dominator tree, largest first, as the analysis orders
+    them. A snapshot as store version 4 stored it (no lists but a hub's, version 4) finds them in the
+    dominator index instead, which the schema keeps exactly while such a snapshot is stored: every
+    question that walks the tree answers as before."""
+    loaded = load_snapshot(database, leak_snapshot, "version-4")
+    g, result = loaded.graph, loaded.result
+    where = "MATCH (s:Snapshot {tag: $tag}) MATCH (o:Object {sid: s.sid}) "
+    below = np.flatnonzero(result.idom >= 0)
+    expected: dict[int, list[int]] = {}
+    for child in sorted(below.tolist(), key=lambda c: (-int(result.retained_size[c]), int(g.ids[c]))):
+        expected.setdefault(int(g.ids[result.idom[child]]), []).append(int(g.ids[child]))
+    stored = database.read(
+        where + "WHERE o.dominated_order IS NOT NULL RETURN o.id AS id, o.dominated_order AS children",
+        {"tag": loaded.tag},
+    )
+    assert {r["id"]: r["children"] for r in stored} == expected
+
+    widest = sorted(expected, key=lambda p: -len(expected[p]))[:4]
+    parents = [*widest, int(g.ids[g.root])]
+
+    def answers() -> tuple[Any, ...]:
+        ask = Questions(database)  # no cache: each answer is asked afresh
+        return (
+            {p: ask.retains(loaded.tag, p, params.Retains(depth=3, limit=1000)) for p in parents},
+            ask.dominated_largest(loaded.tag, parents, 20, [0, 0, 0, 1000, 0]),
+            ask.suspects(loaded.tag, params.Suspects(share=0.01)),
+            ask.heapdomstats(loaded.tag, params.HeapDomStats()),
+        )
+
+    def indexes() -> set[str]:
+        return {r["name"] for r in database.read("SHOW INDEXES YIELD name RETURN name")}
+
+    now = answers()
+    assert now[2].objects and now[3].rows and len(expected[widest[0]]) > 50
+    assert store.schema.DOMINATOR_INDEX not in indexes()
+    # Without the index, the version-4 branches stay unread: no query scans the objects.
+    for name, values in (
+        ("dominated", {"ids": parents, "limit": 1000}),
+        ("dominated", {"ids": expected[widest[0]], "limit": 1000}),
+        ("dominated-largest", {"ids": parents, "width": 20}),
+        ("suspects", {"min_retained": 1, "limit": 20}),
+        ("heapdomstats", {}),
+    ):
+        assert _scanned(database, name, {"tag": loaded.tag, **values}) == 0, name
+    database.write(where + "REMOVE o.dominated_order SET s.store_version = 4", {"tag": loaded.tag})
+    try:
+        store.ensure_schema(database)
+        assert store.schema.DOMINATOR_INDEX in indexes()
+        assert answers() == now
+    finally:
+        store.drop(database, loaded.tag)
+        store.ensure_schema(database)
+    assert store.schema.DOMINATOR_INDEX not in indexes()
+
+
+def _scanned(database: Database, name: str, values: dict[str, Any]) -> int:
+    """The database hits of the operators that scan every object (or node) in the stored query
+    ``name``'s profile."""
+    query = catalog.get(name)
+    with database.session() as session:
+        plan = session.run("PROFILE " + query.cypher, query.bind(values)).consume().profile
+    assert plan is not None
+    hits, stack = 0, [plan]
+    while stack:
+        step = stack.pop()
+        if "Scan" in step["operatorType"] and "Index" not in step["operatorType"]:
+            hits += step.get("dbHits", 0)
+        stack.extend(step.get("children", []))
+    return hits
 
 
 def _pages(ask: Questions, tag: str, object_id: int, direction: str, count: int) -> list[list[tuple[int, str, str]]]:

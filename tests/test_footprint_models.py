@@ -1,5 +1,6 @@
-"""The leaner models ``benchmarks/footprint.py`` measures hold what they say: the children of each
-object in the dominator tree, largest first, and each object's references with their kind and name.
+"""The other models ``benchmarks/footprint.py`` measures hold what they say: each object's references
+with their kind and name, and references bare. (heapdb's own lists of each object's children are
+tested in tests/test_order.py.)
 The store sizes themselves are measured, not asserted (docs/benchmarks.md)."""
 
 from __future__ import annotations
@@ -14,25 +15,6 @@ from heapgen.synth import synth_graph
 def _data() -> store.LoadInput:
     graph = synth_graph(3_000, 12_000, seed=7)
     return store.LoadInput.from_analysis(graph, analysis.analyze(graph))
-
-
-def test_children_arrays_list_each_objects_dominated_children_largest_first() -> None:
-    data = _data()
-    g = data.graph
-    cells = footprint._children(data)
-    # Plainly: every other object whose immediate dominator is this one, largest first, ties by id.
-    by_parent: dict[int, list[int]] = {}
-    for child in range(g.node_count):
-        parent = int(data.idom[child])
-        if parent >= 0 and parent != child:
-            by_parent.setdefault(parent, []).append(child)
-    listed = 0
-    for parent in range(g.node_count):
-        children = sorted(by_parent.get(parent, []), key=lambda c: (-int(data.retained_size[c]), int(g.ids[c])))
-        expected = ";".join(str(int(g.ids[c])) for c in children)
-        assert cells[parent] == expected, parent
-        listed += len(children)
-    assert listed == int(data.reachable.sum()) - 1  # every reachable object but the root, once
 
 
 def test_names_on_holders_list_every_reference_with_a_code_per_kind_and_name() -> None:

@@ -59,10 +59,16 @@ def test_the_first_objects_are_those_early_answers_name_closed_under_both_trees(
     for part in (order.order[: order.early], order.order[order.early :]):
         assert (np.diff(distance[part]) >= 0).all()
 
-    # The dominator-tree figures, against the children counted one by one.
+    # Each object's children (its stored dominated_order), against the children listed one by one
+    # and sorted as the stored query `dominated` sorts: largest retained first, then by id.
+    largest_child = order.largest_dominated(retained, np.arange(n))
+    ids = data.graph.ids
     for i in np.random.default_rng(7).choice(n, 2000, replace=False).tolist() + candidates.tolist():
+        expected = sorted(children[i], key=lambda c: (-int(retained[c]), int(ids[c])))
+        assert order.children[order.child_start[i] : order.child_start[i + 1]].tolist() == expected
         assert order.dominates[i] == len(children[i])
-        assert order.largest_dominated[i] == max((int(retained[c]) for c in children[i]), default=0)
+        assert largest_child[i] == max((int(retained[c]) for c in children[i]), default=0)
+    assert order.child_start[-1] == sum(len(c) for c in children.values())
 
 
 def test_the_root_groups_listed_and_their_bound(leak_snapshot: Path, monkeypatch: pytest.MonkeyPatch) -> None:

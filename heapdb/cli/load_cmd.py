@@ -250,9 +250,9 @@ def _graph(snapshot: Snapshot) -> str:
 
 
 def _status(snapshot: Snapshot) -> str:
-    from heapdb.loader.store import STORE_VERSION
+    from heapdb.loader.store import OLDEST_ANSWERED_VERSION
 
-    if snapshot.status == "ready" and snapshot.store_version < STORE_VERSION:
+    if snapshot.status == "ready" and snapshot.store_version < OLDEST_ANSWERED_VERSION:
         return "outdated"  # stored by an older heapdb: questions refuse it until it is loaded again
     if snapshot.status == "ready" and not snapshot.objects_ready:
         written, total = snapshot.objects_written or 0, snapshot.object_count or 0

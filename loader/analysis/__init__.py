@@ -288,6 +288,16 @@ def dominator_tree(idom: np.ndarray) -> Tree:
     return start, children
 
 
+def ordered_dominator_tree(idom: np.ndarray, retained_size: np.ndarray, ids: np.ndarray) -> Tree:
+    """:func:`dominator_tree` with each object's children largest retained first, then by id: the
+    order a store lists them in (``dominated_order``) and the stored query ``dominated`` answers in.
+    Sorted list by list, in place (one sort of all 24 million children by parent, size and id took
+    18 s)."""
+    start, children = dominator_tree(idom)
+    kernels.sort_children(start, children, retained_size, ids)
+    return start, children
+
+
 Figures = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # objects, self size, retained size, largest member
 
 

@@ -657,6 +657,33 @@ def dominator_children(idom):
 
 
 @njit(cache=True)
+def sort_children(start, children, retained_size, ids):
+    """Sort each list ``children[start[v]:start[v + 1]]`` in place: largest retained size first,
+    then the lowest id (the order the stored query ``dominated`` answers in). Most lists hold one
+    or two objects, sorted by insertion; a long one by id and then, stably, by size."""
+    n = start.shape[0] - 1
+    for v in range(n):
+        lo = start[v]
+        hi = start[v + 1]
+        if hi - lo <= 16:
+            for i in range(lo + 1, hi):
+                c = children[i]
+                size = retained_size[c]
+                j = i - 1
+                while j >= lo and (
+                    retained_size[children[j]] < size
+                    or (retained_size[children[j]] == size and ids[children[j]] > ids[c])
+                ):
+                    children[j + 1] = children[j]
+                    j -= 1
+                children[j + 1] = c
+        else:
+            part = children[lo:hi]
+            by_id = part[np.argsort(ids[part])]
+            children[lo:hi] = by_id[np.argsort(-retained_size[by_id], kind="mergesort")]
+
+
+@njit(cache=True)
 def group_totals(root, start, children, group, group_count, self_size, retained_size, ids):
     """Per group (``group``: int32[n], -1 for none): its members, their self sizes, its retained
     size (its outermost members': none of the group's members dominates them, so each byte counts

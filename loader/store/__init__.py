@@ -29,7 +29,7 @@ from heapdb.lazy import lazy_attributes
 from heapdb.loader.store.lifecycle import delete_objects, drop
 from heapdb.loader.store.listings import DroppedReferences, TypeListing
 from heapdb.loader.store.readback import StoredGraph, read_back
-from heapdb.loader.store.schema import SCHEMA, STORE_VERSION, ensure_schema
+from heapdb.loader.store.schema import OLDEST_ANSWERED_VERSION, SCHEMA, STORE_VERSION, ensure_schema
 from heapdb.loader.store.snapshots import Snapshot, get_snapshot, list_snapshots
 
 if TYPE_CHECKING:
@@ -60,6 +60,7 @@ __all__ = [
     "DEFAULT_BATCH",
     "SCHEMA",
     "STORE_VERSION",
+    "OLDEST_ANSWERED_VERSION",
     "TOP_RANKS",
     "WRITERS",
     "DroppedReferences",

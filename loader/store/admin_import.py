@@ -41,7 +41,7 @@ from heapdb.loader.store.summaries import LoadInput
 OBJECT_LABEL = "Object"
 ROOT_LABEL = "Root"
 # neo4j-admin's header type for each column kind (a text column has none: string is the default).
-_HEADER_TYPES = {Kind.INTEGER: ":long", Kind.TEXT: "", Kind.BOOLEAN: ":boolean"}
+_HEADER_TYPES = {Kind.INTEGER: ":long", Kind.TEXT: "", Kind.BOOLEAN: ":boolean", Kind.INTEGERS: ":long[]"}
 
 
 def csv_header(lead: Sequence[str], columns: Sequence[Column]) -> str:
@@ -146,6 +146,11 @@ class DataFile:
                 cells.append(table[codes])
             elif column.kind is Kind.BOOLEAN:
                 cells.append(np.where(missing, "", np.where(values != 0, "true", "false")).astype(object))
+            elif column.kind is Kind.INTEGERS:  # neo4j-admin's array delimiter, ";"
+                listed = _integers(batch.list_items)
+                ends = batch.list_ends.tolist()
+                texts = [";".join(listed[lo:hi]) for lo, hi in zip([0, *ends[:-1]], ends)] + [""]
+                cells.append(np.array(texts, dtype=object)[np.where(missing, len(ends), values)])
             else:
                 text = _integers(values)
                 text[missing] = ""

@@ -10,7 +10,7 @@ the same batch decoded into UNWIND rows (:meth:`Batch.rows`). ``docs/decisions.m
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import IntEnum
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,7 @@ from heapdb.db import Database, translate_errors
 
 PLUGIN_SOURCE = Path(__file__).resolve().parent / "plugin"
 # The version of the plugin's procedures and row encoding this loader speaks (BulkWrite.PROTOCOL).
-PROTOCOL = 2
+PROTOCOL = 3
 NULL = np.iinfo(np.int64).min  # a cell with no value (BulkWrite.NULL)
 
 
@@ -32,6 +32,7 @@ class Kind(IntEnum):
     INTEGER = 0
     TEXT = 1  # an index into the batch's strings
     BOOLEAN = 2  # 0 or 1
+    INTEGERS = 3  # a list of int64: an index into the batch's lists
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,9 @@ class Batch:
     cells: np.ndarray  # int64[rows, lead + len(columns)]
     strings: list[str]
     lead: int = 0
+    # The batch's lists, end to end: list i is ``list_items[list_ends[i - 1]:list_ends[i]]``.
+    list_items: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    list_ends: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
 
     def __len__(self) -> int:
         return int(self.cells.shape[0])
@@ -62,6 +66,8 @@ class Batch:
                 values: list[Any] = [strings[c] for c in np.where(missing, 0, cells).tolist()]
             elif column.kind is Kind.BOOLEAN:
                 values = (cells != 0).tolist()
+            elif column.kind is Kind.INTEGERS:
+                values = [self.list_at(c) for c in np.where(missing, 0, cells).tolist()]
             else:
                 values = cells.tolist()
             if missing.any():
@@ -69,6 +75,11 @@ class Batch:
                     values[j] = None
             decoded.append(values)
         return [list(row) for row in zip(*decoded)]
+
+    def list_at(self, i: int) -> list[int]:
+        """The batch's list ``i`` (an :data:`Kind.INTEGERS` cell)."""
+        ends = self.list_ends
+        return self.list_items[ends[i - 1] if i else 0 : ends[i]].tolist() if ends.size else []
 
 
 class Strings:
@@ -101,11 +112,36 @@ class Strings:
         return self.add([text(int(c)) for c in distinct.tolist()])[inverse]
 
 
-def pack(columns: Sequence[np.ndarray], strings: Strings, lead: int = 0) -> Batch:
+def pack(columns: Sequence[np.ndarray], strings: Strings, lead: int = 0, lists: Lists | None = None) -> Batch:
     cells = np.empty((len(columns[0]) if columns else 0, len(columns)), dtype=np.int64)
     for i, values in enumerate(columns):
         cells[:, i] = values
-    return Batch(cells=cells, strings=strings.table, lead=lead)
+    if lists is None:
+        return Batch(cells=cells, strings=strings.table, lead=lead)
+    return Batch(cells=cells, strings=strings.table, lead=lead, list_items=lists.items, list_ends=lists.ends)
+
+
+@dataclass(frozen=True)
+class Lists:
+    """A batch's lists of int64 (:data:`Kind.INTEGERS` cells index them), end to end."""
+
+    items: np.ndarray  # int64
+    ends: np.ndarray  # int64: where each list ends in ``items``
+
+    @classmethod
+    def gather(cls, values: np.ndarray, start: np.ndarray, rows: np.ndarray) -> tuple[Lists, np.ndarray]:
+        """The lists ``values[start[r]:start[r + 1]]`` of the ``rows`` that have any, and a column
+        naming each row's list (NULL for an empty one). Vectorised: one gather of every item."""
+        lo, hi = start[rows], start[rows + 1]
+        count = hi - lo
+        has = count > 0
+        ends = np.cumsum(count[has])
+        # Each item's position in ``values``: its list's start plus its place in the list.
+        first = np.repeat(lo[has] - (ends - count[has]), count[has])
+        items = values[first + np.arange(int(ends[-1]) if ends.size else 0)]
+        column = np.full(rows.shape[0], NULL, dtype=np.int64)
+        column[has] = np.arange(ends.shape[0])
+        return cls(items=np.ascontiguousarray(items, dtype=np.int64), ends=ends.astype(np.int64)), column
 
 
 def plugin_protocol(database: Database) -> int | None:
@@ -119,7 +155,8 @@ def plugin_protocol(database: Database) -> int | None:
 
 
 CREATE_NODES = (
-    "CALL heapdb.createNodes($label, $fixed, $keys, $kinds, $rows, $strings, $string_ends) YIELD ids RETURN ids"
+    "CALL heapdb.createNodes($label, $fixed, $keys, $kinds, $rows, $strings, $string_ends, $lists, $list_ends) "
+    "YIELD ids RETURN ids"
 )
 CREATE_RELATIONSHIPS = (
     "CALL heapdb.createRelationships($types, $keys, $kinds, $rows, $strings, $string_ends) YIELD count RETURN count"
@@ -145,6 +182,8 @@ def create_nodes(
         "kinds": [int(c.kind) for c in columns],
         "rows": batch.cells.astype("<i8", copy=False).tobytes(),
         **_string_table(batch.strings),
+        "lists": batch.list_items.astype("<i8", copy=False).tobytes(),
+        "list_ends": batch.list_ends.astype("<i8", copy=False).tobytes(),
     }
 
     def work(tx: neo4j.ManagedTransaction) -> bytes:

@@ -17,11 +17,8 @@ object, one entry per reference (docs/data-model.md):
 
 The queries read a page of the order where an object has one, and sort otherwise: the same rows.
 
-The dominator tree has hubs too: an array that dominates 139,000 entries of one size. The stored
-query ``dominated`` finds the largest children of an object in the ``(sid, dom, retained_size)``
-index alone, but then reads every child as large as the smallest it keeps to break the ties by id:
-all 139,000. An object that dominates more than :data:`HUB_REFERENCES` objects gets
-``dominated_order``: its children's ids, largest retained first, then by id.
+Every object's children in the dominator tree are listed in that order on the object itself
+(``dominated_order``, written with it: :mod:`.rows`), not only a hub's.
 """
 
 from __future__ import annotations
@@ -50,24 +47,14 @@ UNWIND $rows AS r
 MATCH (o:Object {sid: $sid, id: r.id})
 SET o.held_order = r.order, o.held_nth = r.nth
 """
-SET_DOMINATED = """
-UNWIND $rows AS r
-MATCH (o:Object {sid: $sid, id: r.id})
-SET o.dominated_order = r.order
-"""
 
 
 def hub_orders(data: LoadInput) -> dict[str, list[dict[str, Any]]]:
-    """Each hub's order, by direction ("in": its holders, "out": what it holds, "dominated": its
-    children in the dominator tree); rows of ``{id, order, nth}`` as :data:`SET_HOLDERS`,
-    :data:`SET_HELD` and :data:`SET_DOMINATED` write them."""
+    """Each hub's order, by direction ("in": its holders, "out": what it holds); rows of ``{id,
+    order, nth}`` as :data:`SET_HOLDERS` and :data:`SET_HELD` write them."""
     g, least = data.graph, HUB_REFERENCES
     sources = g.edge_sources()
     unreachable_last = np.where(data.distance < 0, np.iinfo(np.int64).max, data.distance.astype(np.int64))
-    # Every object the root reaches but the root itself, under its immediate dominator.
-    children = np.flatnonzero((data.idom >= 0) & (np.arange(g.node_count) != g.root))
-    parents = data.idom[children]
-    largest_child_first = [-data.retained_size[children].astype(np.int64), g.ids[children]]
     return {
         # Holders: nearest the root first, then the lower id (retainer-level's ORDER BY).
         "in": list(_orders(g.ids, g.edge_to, sources, [unreachable_last[sources], g.ids[sources]], least)),
@@ -77,8 +64,6 @@ def hub_orders(data: LoadInput) -> dict[str, list[dict[str, Any]]]:
                 g.ids, sources, g.edge_to, [-data.retained_size[g.edge_to].astype(np.int64), g.ids[g.edge_to]], least
             )
         ),
-        # Children in the dominator tree: largest retained first, then the lower id (dominated's ORDER BY).
-        "dominated": list(_orders(g.ids, parents, children, largest_child_first, least)),
     }
 
 
@@ -107,7 +92,7 @@ def _orders(
 
 def write_hub_orders(database: Database, sid: int, orders: dict[str, list[dict[str, Any]]]) -> None:
     """Write :func:`hub_orders` on the snapshot's objects (written before: the rows match them)."""
-    for direction, statement in (("in", SET_HOLDERS), ("out", SET_HELD), ("dominated", SET_DOMINATED)):
+    for direction, statement in (("in", SET_HOLDERS), ("out", SET_HELD)):
         for rows in _batches(orders[direction]):
             database.write(statement, {"sid": sid, "rows": rows})
 

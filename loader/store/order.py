@@ -37,15 +37,16 @@ class WriteOrder:
     """Object indexes in the order a load writes them; the first ``early`` before the snapshot answers.
 
     The early objects are closed under first-path holders and immediate dominators, so a question
-    about any of them walks only written objects. ``dominates`` and ``largest_dominated`` are, for
-    every object, how many objects it immediately dominates and the largest retained size among
-    them: stored on the early objects, where suspects reads them before their children are written.
+    about any of them walks only written objects. ``children`` lists every object's children in the
+    dominator tree, largest retained first (``children[child_start[v]:child_start[v + 1]]``): each
+    object stores their ids (``dominated_order``), and the early ones the largest one's retained
+    size, which suspects reads before the children are written.
     """
 
     order: np.ndarray  # int64[n]
     early: int
-    dominates: np.ndarray  # int64[n]
-    largest_dominated: np.ndarray  # int64[n]
+    child_start: np.ndarray  # int64[n + 1]
+    children: np.ndarray  # int32[objects the root reaches, but the root]
 
     @cached_property
     def early_mask(self) -> np.ndarray:
@@ -53,6 +54,20 @@ class WriteOrder:
         mask = np.zeros(self.order.shape[0], dtype=bool)
         mask[self.order[: self.early]] = True
         return mask
+
+    @property
+    def dominates(self) -> np.ndarray:
+        """int64[n]: how many objects each one immediately dominates."""
+        return np.diff(self.child_start)
+
+    def largest_dominated(self, retained_size: np.ndarray, index: np.ndarray) -> np.ndarray:
+        """int64[len(index)]: the largest retained size among the children of each object ``index``
+        names (0 for none): its first child's."""
+        first, end = self.child_start[index], self.child_start[index + 1]
+        largest = np.zeros(index.shape[0], dtype=np.int64)
+        has = end > first
+        largest[has] = retained_size[self.children[first[has]]]
+        return largest
 
 
 def early_suspect_floor(reachable_size: int) -> int:
@@ -65,13 +80,13 @@ def write_order(data: LoadInput, ranks: tuple[np.ndarray, np.ndarray]) -> WriteO
     """Which objects a load writes first (see the module's docstring), and in what order the rest."""
     g = data.graph
     n = g.node_count
+    from heapdb.loader.analysis import ordered_dominator_tree  # numba: loads only
+
     retained = data.retained_size
     idom = data.idom
     dominated = np.flatnonzero(idom >= 0)
-    parents = idom[dominated].astype(np.intp)  # numpy's ufunc.at takes its fast path with intp indexes
-    dominates = np.bincount(parents, minlength=n).astype(np.int64)
-    largest = np.zeros(n, dtype=np.int64)
-    np.maximum.at(largest, parents, retained[dominated])
+    parents = idom[dominated]
+    child_start, children = ordered_dominator_tree(idom, retained, g.ids)
 
     early = np.zeros(n, dtype=bool)
     early[g.root] = True
@@ -108,8 +123,8 @@ def write_order(data: LoadInput, ranks: tuple[np.ndarray, np.ndarray]) -> WriteO
     return WriteOrder(
         order=np.concatenate([first, rest]).astype(np.int64),
         early=int(first.shape[0]),
-        dominates=dominates,
-        largest_dominated=largest,
+        child_start=child_start,
+        children=children,
     )
 
 

@@ -39,7 +39,7 @@ from heapdb.db import Database
 from heapdb.errors import LoadError, NotFound, OutdatedSnapshot, ReferencesLoading
 from heapdb.loader.graph import EDGE_KIND_NAMES, NAMES_CUT, NUMERIC_NAME_KINDS, Detachedness, HeapGraph, StringTable
 from heapdb.loader.sources import SourceLocations
-from heapdb.loader.store.schema import STORE_VERSION
+from heapdb.loader.store.schema import OLDEST_ANSWERED_VERSION, STORE_VERSION
 from heapdb.loader.store.snapshots import Snapshot
 
 READ_BATCH = 20_000  # objects per page (a page's references come in one query too)
@@ -80,7 +80,7 @@ def ready_snapshot(database: Database, tag: str) -> Snapshot:
         why = f" (its loads are {states}; see `heapdb snapshots --all`)" if records else " (see `heapdb snapshots`)"
         raise NotFound(f"no ready snapshot tagged {tag!r}{why}")
     snapshot = ready[-1]
-    if snapshot.store_version < STORE_VERSION:
+    if snapshot.store_version < OLDEST_ANSWERED_VERSION:
         raise OutdatedSnapshot(
             f"snapshot {tag!r} was stored by an older heapdb (store version {snapshot.store_version}, "
             f"now {STORE_VERSION}): load its file again instead"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from heapdb.loader.graph import HeapGraph
-from heapdb.loader.store.bulk import NULL, Batch, Column, Kind, Strings, pack
+from heapdb.loader.store.bulk import NULL, Batch, Column, Kind, Lists, Strings, pack
 from heapdb.loader.store.order import WriteOrder
 from heapdb.loader.store.summaries import LoadInput, reference_label
 from heapdb.units import shorten
@@ -19,6 +19,12 @@ from heapdb.units import shorten
 # means). The writer sends no cell for NULL, so a property that does not apply is not stored at all.
 OBJECT_COLUMNS = (
     Column("id", Kind.INTEGER),
+    # Its children in the dominator tree (the objects it immediately dominates), largest retained
+    # first, then by id: what it retains, level by level, read without an index over every object's
+    # dominator (docs/data-model.md). Absent where it dominates nothing. Second: neo4j-admin packs
+    # properties into records in column order, and the list among the last ones took four times the
+    # records (docs/benchmarks.md, "A leaner store").
+    Column("dominated_order", Kind.INTEGERS),
     Column("type", Kind.TEXT),
     Column("name", Kind.TEXT),
     Column("kind", Kind.TEXT),
@@ -31,9 +37,8 @@ OBJECT_COLUMNS = (
     Column("path_sig", Kind.INTEGER),
     Column("rank", Kind.INTEGER),
     Column("type_rank", Kind.INTEGER),
-    # On the objects a load writes before the snapshot answers (see .order): how many objects this
-    # one immediately dominates, and the largest retained size among them, where it has any.
-    Column("dominates", Kind.INTEGER),
+    # On the objects a load writes before the snapshot answers (see .order): the largest retained
+    # size among its children, where it has any, read before they are written.
     Column("largest_dominated", Kind.INTEGER),
     Column("dom", Kind.INTEGER),
     Column("via", Kind.INTEGER),
@@ -96,9 +101,14 @@ def object_batch(data: LoadInput, ranks: tuple[np.ndarray, np.ndarray], order: W
     ):
         column[arrived] = values
     signature, rank, type_rank = data.paths.signature[index], ranks[0][index], ranks[1][index]
-    early = order.early_mask[index] & (order.dominates[index] > 0)
+    start = order.child_start
+    dominated, children = Lists.gather(order.children, start, index)
+    dominated = Lists(items=g.ids[dominated.items], ends=dominated.ends)  # their indexes, as ids
+    early = order.early_mask[index] & (start[index + 1] > start[index])
+    largest = np.where(early, order.largest_dominated(data.retained_size, index), NULL)
     columns = [
         g.ids[index],
+        children,
         strings.codes(g.type[index], g.strings.__getitem__),
         strings.codes(g.name[index], lambda s: shorten(g.strings[s])),
         strings.codes(g.kind[index], g.node_kinds.__getitem__),
@@ -111,8 +121,7 @@ def object_batch(data: LoadInput, ranks: tuple[np.ndarray, np.ndarray], order: W
         _null_where(signature, signature == 0),
         _null_where(rank, rank == 0),
         _null_where(type_rank, type_rank == 0),
-        _null_where(order.dominates[index], ~early),
-        _null_where(order.largest_dominated[index], ~early),
+        largest,
         holders.dom[index],  # NO_OBJECT is NULL: no property
         holders.via[index],
         *via_labels,
@@ -123,7 +132,7 @@ def object_batch(data: LoadInput, ranks: tuple[np.ndarray, np.ndarray], order: W
         _note_column(strings, data, data.verdict, index),
         *_text_columns(strings, g, index),
     ]
-    return pack(columns, strings)
+    return pack(columns, strings, lists=dominated)
 
 
 def _text_columns(strings: Strings, g: HeapGraph, index: np.ndarray) -> list[np.ndarray]:

@@ -13,9 +13,29 @@ from heapdb.db import Database, translate_errors
 # dominator and first-path holder (`dom`, `via`, `via_kind`, `via_name`) instead of :DOMINATES and
 # :FIRST relationships; snapshots answer before their references are written (`references_ready`).
 # 4: path groups name their largest members (`samples`); no index on objects' path signatures.
-STORE_VERSION = 4
+# 5: each object lists its children in the dominator tree (`dominated_order`), and no index over
+# every object's dominator is kept for the snapshot.
+STORE_VERSION = 5
 # Snapshots stored before the version was recorded carry no store_version property.
 FIRST_STORE_VERSION = 1
+# The oldest version questions answer: a version-4 snapshot differs only in finding children in the
+# dominator index (DOMINATOR_INDEX), which the queries that walk the tree fall back to.
+OLDEST_ANSWERED_VERSION = 4
+
+# An object's children in the dominator tree, for snapshots stored before version 5 (with the
+# retained size in the key, "its largest children" reads the index alone; Neo4j seeks a composite
+# index only given a predicate on every key, so those queries say `retained_size IS NOT NULL`).
+# Neo4j indexes every :Object with the three properties, whatever its snapshot: 18 B per object and
+# reference after a load (docs/benchmarks.md, "A leaner store"). So it is kept only while a
+# snapshot that needs it is stored: made if missing, dropped once none is (ensure_schema).
+DOMINATOR_INDEX = "heapdb_object_dom_size"
+CREATE_DOMINATOR_INDEX = (
+    f"CREATE INDEX {DOMINATOR_INDEX} IF NOT EXISTS FOR (o:Object) ON (o.sid, o.dom, o.retained_size)"
+)
+NEEDS_DOMINATOR_INDEX = (
+    "MATCH (s:Snapshot {status: 'ready'}) WHERE coalesce(s.store_version, $first) = $needs "
+    "AND NOT coalesce(s.summary, false) RETURN count(s) > 0 AS needed"
+)
 
 # A recorded run of the CI gate by its number; the constraint also keeps two runs recorded at once
 # from taking one number (heapdb.loader.store.numbering). Recording a run creates it alone, so that a
@@ -34,13 +54,8 @@ SCHEMA = (
     # Path groups name their largest members (`samples`), so no index over every object's signature
     # is kept: that index cost a load a third of its index writes and 15 bytes per element.
     "DROP INDEX heapdb_object_path IF EXISTS",
-    # An object's children in the dominator tree: what it retains, and where a suspect's size piles up.
-    # With the retained size in the key, "its largest children" reads the index alone: an object of
-    # 135,000 children answers in 30 ms instead of 150-500 reading every child. Neo4j seeks a
-    # composite index only given a predicate on every key, so queries say `retained_size IS NOT NULL`
-    # (every object the root reaches has one). It replaced the index on (sid, dom) alone.
+    # An index on (sid, dom) alone, replaced by DOMINATOR_INDEX in store version 4.
     "DROP INDEX heapdb_object_dom IF EXISTS",
-    "CREATE INDEX heapdb_object_dom_size IF NOT EXISTS FOR (o:Object) ON (o.sid, o.dom, o.retained_size)",
     "CREATE CONSTRAINT heapdb_type_group_key IF NOT EXISTS FOR (t:TypeGroup) REQUIRE (t.sid, t.type) IS UNIQUE",
     # Only the first TOP_RANKS objects of a snapshot (overall, and per type) carry these properties.
     "CREATE INDEX heapdb_object_rank IF NOT EXISTS FOR (o:Object) ON (o.sid, o.rank)",
@@ -64,5 +79,10 @@ def ensure_schema(database: Database) -> None:
     """Create heapdb's constraints and indexes if missing, and wait until they are online."""
     for statement in SCHEMA:
         database.write(statement)
+    needed = database.read(NEEDS_DOMINATOR_INDEX, {"first": FIRST_STORE_VERSION, "needs": OLDEST_ANSWERED_VERSION})
+    if needed[0]["needed"]:
+        database.write(CREATE_DOMINATOR_INDEX)
+    else:
+        database.write(f"DROP INDEX {DOMINATOR_INDEX} IF EXISTS")
     with translate_errors(database.connection), database.session() as session:
         session.run("CALL db.awaitIndexes(300)").consume()

@@ -32,13 +32,16 @@ import org.neo4j.procedure.UserFunction;
  */
 public class BulkWrite {
     /** Bumped whenever a signature or the row encoding changes; the loader checks it first. */
-    public static final long PROTOCOL = 2;
+    public static final long PROTOCOL = 3;
 
     /** A cell with no value: the property is not set. */
     public static final long NULL = Long.MIN_VALUE;
 
-    /** Column kinds: an int64 value, an index into the batch's strings, or a boolean (0 or 1). */
-    public static final int INTEGER = 0, TEXT = 1, BOOLEAN = 2;
+    /**
+     * Column kinds: an int64 value, an index into the batch's strings, a boolean (0 or 1), or an
+     * index into the batch's lists of int64 (a node's children in the dominator tree, say).
+     */
+    public static final int INTEGER = 0, TEXT = 1, BOOLEAN = 2, INTEGERS = 3;
 
     @Context public Transaction tx;
 
@@ -74,8 +77,10 @@ public class BulkWrite {
             @Name("kinds") List<Long> kinds,
             @Name("rows") byte[] rows,
             @Name("strings") byte[] strings,
-            @Name("stringEnds") byte[] stringEnds) {
-        Columns columns = new Columns(keys, kinds, rows, strings, stringEnds, 0);
+            @Name("stringEnds") byte[] stringEnds,
+            @Name("lists") byte[] lists,
+            @Name("listEnds") byte[] listEnds) {
+        Columns columns = new Columns(keys, kinds, rows, strings, stringEnds, lists, listEnds, 0);
         Label nodeLabel = Label.label(label);
         ByteBuffer out = ByteBuffer.allocate(columns.rows * Long.BYTES).order(ByteOrder.LITTLE_ENDIAN);
         for (int row = 0; row < columns.rows; row++) {
@@ -100,7 +105,7 @@ public class BulkWrite {
             @Name("rows") byte[] rows,
             @Name("strings") byte[] strings,
             @Name("stringEnds") byte[] stringEnds) {
-        Columns columns = new Columns(keys, kinds, rows, strings, stringEnds, 3);
+        Columns columns = new Columns(keys, kinds, rows, strings, stringEnds, new byte[0], new byte[0], 3);
         RelationshipType[] relationshipTypes = new RelationshipType[types.size()];
         for (int i = 0; i < relationshipTypes.length; i++) {
             relationshipTypes[i] = RelationshipType.withName(types.get(i));
@@ -123,11 +128,13 @@ public class BulkWrite {
         final int[] kinds;
         final LongBuffer cells;
         final String[] strings;
+        final LongBuffer listItems;
+        final long[] listEnds;
         final int lead;
         final int width;
         final int rows;
 
-        Columns(List<String> keys, List<Long> kinds, byte[] rows, byte[] strings, byte[] stringEnds, int lead) {
+        Columns(List<String> keys, List<Long> kinds, byte[] rows, byte[] strings, byte[] stringEnds, byte[] lists, byte[] listEnds, int lead) {
             if (keys.size() != kinds.size()) {
                 throw new IllegalArgumentException(keys.size() + " keys but " + kinds.size() + " kinds");
             }
@@ -135,12 +142,23 @@ public class BulkWrite {
             this.kinds = new int[this.keys.length];
             for (int i = 0; i < this.kinds.length; i++) {
                 long kind = kinds.get(i);
-                if (kind != INTEGER && kind != TEXT && kind != BOOLEAN) {
+                if (kind != INTEGER && kind != TEXT && kind != BOOLEAN && kind != INTEGERS) {
                     throw new IllegalArgumentException("column " + this.keys[i] + ": unknown kind " + kind);
                 }
                 this.kinds[i] = (int) kind;
             }
             this.strings = decode(strings, stringEnds);
+            this.listItems = int64s(lists, "list items").asLongBuffer();
+            LongBuffer ends = int64s(listEnds, "list ends").asLongBuffer();
+            this.listEnds = new long[ends.remaining()];
+            ends.get(this.listEnds);
+            long start = 0;
+            for (int i = 0; i < this.listEnds.length; i++) {
+                if (this.listEnds[i] < start || this.listEnds[i] > this.listItems.limit()) {
+                    throw new IllegalArgumentException("list " + i + " ends at " + this.listEnds[i] + ", outside " + start + ".." + this.listItems.limit());
+                }
+                start = this.listEnds[i];
+            }
             this.lead = lead;
             this.width = lead + this.keys.length;
             int bytesPerRow = width * Long.BYTES;
@@ -149,6 +167,13 @@ public class BulkWrite {
             }
             this.rows = rows.length / bytesPerRow;
             this.cells = ByteBuffer.wrap(rows).order(ByteOrder.LITTLE_ENDIAN).asLongBuffer();
+        }
+
+        static ByteBuffer int64s(byte[] bytes, String what) {
+            if (bytes.length % Long.BYTES != 0) {
+                throw new IllegalArgumentException(bytes.length + " bytes of " + what + " are not whole int64 cells");
+            }
+            return ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN);
         }
 
         /** The strings whose UTF-8 bytes lie end to end in {@code bytes}, string i ending at int64 {@code ends[i]}. */
@@ -188,6 +213,15 @@ public class BulkWrite {
                             throw new IllegalArgumentException("row " + row + ", column " + keys[column] + ": string " + value + " is not in the " + strings.length + " strings given");
                         }
                         entity.setProperty(keys[column], strings[(int) value]);
+                    }
+                    case INTEGERS -> {
+                        if (value < 0 || value >= listEnds.length) {
+                            throw new IllegalArgumentException("row " + row + ", column " + keys[column] + ": list " + value + " is not in the " + listEnds.length + " lists given");
+                        }
+                        int from = value == 0 ? 0 : (int) listEnds[(int) value - 1];
+                        long[] items = new long[(int) listEnds[(int) value] - from];
+                        listItems.get(from, items);
+                        entity.setProperty(keys[column], items);
                     }
                     default -> entity.setProperty(keys[column], value != 0);
                 }
