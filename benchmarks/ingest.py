@@ -51,6 +51,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from heapdb import config, db, neo4j_server, settings
 
 HEAPDB = [sys.executable, "-m", "heapdb"]
@@ -94,6 +96,36 @@ CATEGORIES = {
     "neostore.relationshipgroupstore.db": "relationship groups",
     "neostore.relationshipgroupstore.degrees.db": "relationship groups",
 }
+
+
+# Record sizes of the record stores, to count the records in use: a fresh store's files hold zeros
+# where no record was ever written, and they grow in steps of 64 MiB, so on one snapshot the file
+# sizes carry up to that much room per file. An index file is counted by its 8 KiB pages that are
+# not all zeros.
+RECORD_BYTES = {
+    "neostore.nodestore.db": 15,
+    "neostore.relationshipstore.db": 34,
+    "neostore.propertystore.db": 41,
+    "neostore.propertystore.db.strings": 128,
+    "neostore.propertystore.db.arrays": 128,
+    "neostore.relationshipgroupstore.db": 25,
+}
+PAGE_BYTES = 8192
+
+
+def bytes_in_use(root: Path) -> dict[str, int]:
+    """By category, the bytes of the records (or index pages) under ``root`` that are not all zeros:
+    what a store that never freed a record holds, without the room its files keep ahead. Read with
+    Neo4j stopped."""
+    used: dict[str, int] = {}
+    for relative in file_sizes(root):
+        unit = RECORD_BYTES.get(relative) or (PAGE_BYTES if category(relative) == "indexes (schema/)" else 0)
+        if not unit:
+            continue
+        raw = np.fromfile(root / relative, dtype=np.uint8)
+        whole = raw[: raw.size - raw.size % unit].reshape(-1, unit)
+        used[category(relative)] = used.get(category(relative), 0) + int(whole.any(axis=1).sum()) * unit
+    return used
 
 
 def category(relative: str) -> str:
@@ -343,13 +375,16 @@ class LoadRun:
         }
 
 
-def settle(sampler: Sampler, why: str) -> dict[str, int]:
+def settle(sampler: Sampler, why: str, in_use: dict[str, int] | None = None) -> dict[str, int]:
     """Restart Neo4j and return the store's files: a shutdown ends with a checkpoint, which gives every
-    store file its size on disk (Community has no ``db.checkpoint()`` procedure)."""
+    store file its size on disk (Community has no ``db.checkpoint()`` procedure). ``in_use``, when
+    given, gets :func:`bytes_in_use` meanwhile."""
     sampler.watch(f"restart ({why})")
     started = time.monotonic()
     neo4j_server.stop()
     sizes = file_sizes(store_dir())
+    if in_use is not None:
+        in_use.update(bytes_in_use(store_dir()))
     neo4j_server.start(timeout=600)
     _say(f"restarted Neo4j ({why}) in {time.monotonic() - started:.1f} s")
     return sizes
@@ -554,6 +589,10 @@ def markdown(figures: dict[str, Any]) -> str:
     row("transaction logs, peak during the load", [mb(load["txlog_peak_bytes"]) for load in loads])
     row("store growth (after a checkpoint)", [mb(load["store_growth_bytes"]) for load in loads])
     row("store bytes per object + reference", [f"{load['store_bytes_per_element']:.1f}" for load in loads])
+    row(
+        "bytes in use per object + reference (records and index pages not all zeros)",
+        [f"{load['bytes_in_use_per_element']:.1f}" for load in loads],
+    )
     if figures.get("neo4j_admin"):
         admin = figures["neo4j_admin"]
         row(
@@ -659,14 +698,20 @@ def run_all(args: argparse.Namespace, file: Path, log: Path, figures: dict[str, 
 
     loads: list[dict[str, Any]] = []
     drops: list[dict[str, Any]] = []
-    store = settle(sampler, "before the first load")
+    used: dict[str, int] = {}
+    store = settle(sampler, "before the first load", used)
     for phase in ("first load", "second load, after the drop")[: 1 if args.no_reload or args.no_drop else 2]:
         run = run_load(sampler, phase, file, args.tag, asked, log)
         if not loads:
             asked_once = {**asked, "object": ["object", args.tag, str(object_id)]}
             figures["after_load"] = [asdict(a) for a in answers_now(asked_once)]
-        run.store_before, run.store_after = store, settle(sampler, f"after the {phase}")
+        used_after: dict[str, int] = {}
+        run.store_before, run.store_after = store, settle(sampler, f"after the {phase}", used_after)
         loads.append(run.summary())
+        grown = growth(used, used_after)
+        loads[-1]["bytes_in_use_growth_by_category"] = grown
+        loads[-1]["bytes_in_use_per_element"] = round(sum(grown.values()) / run.elements, 1) if run.elements else None
+        used = used_after
         if args.no_drop:
             break
         drops.append(run_drop(sampler, f"drop after the {phase}", args.tag, run.report["sid"], log))
