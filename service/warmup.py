@@ -256,10 +256,13 @@ class LookAhead:
                 return
             except StillComputing:
                 continue  # asking again waits on the same computation: one heavy question at a time
-            except (DatabaseUnavailable, QueryTimeout):
-                raise
+            except DatabaseUnavailable:
+                raise  # Neo4j away: the next look starts from scratch
             except HeapdbError:
-                return  # refused as a client's question would be: asked again at the next change
+                # Refused, or over the query timeout, as a client's question would be: asked again at
+                # the next change, not at every look (a question that times out would cost its
+                # timeout each second).
+                return
 
 
 def _questions(newest: list[Snapshot]) -> Iterator[tuple[str, Ask]]:
