@@ -155,7 +155,13 @@ class Asking:
                 return None
             row = rows[0]
             return TypeListing.from_properties(
-                row["ids"], row["names"], row["ends"], row["self_sizes"], row["distances"], row["path_sigs"]
+                snapshot.store_version,
+                row["ids"],
+                row["names"],
+                row["ends"],
+                row["self_sizes"],
+                row["distances"],
+                row["path_sigs"],
             )
 
         return self._cached(

@@ -44,7 +44,7 @@ Run = Callable[..., list[dict[str, Any]]]  # a stored query by name, with its pa
 def listed_objects(run: Run, snapshot: Snapshot) -> ObjectColumns | None:
     """Every object of ``snapshot`` whose type has a listing, as ids and types (sizes not read: zero);
     None when the snapshot was stored without listings."""
-    return ObjectColumns.from_listings(run("id-listings", tag=snapshot.tag))
+    return ObjectColumns.from_listings(run("id-listings", tag=snapshot.tag), snapshot.store_version)
 
 
 def new_objects(run: Run, base: Snapshot, middle: Snapshot, last: Snapshot, columns: list[ObjectColumns]) -> np.ndarray:

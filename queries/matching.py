@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from heapdb.loader.store.listings import LISTING_DTYPE
+from heapdb.loader.store.listings import listing_ids
 
 
 @dataclass(frozen=True)
@@ -50,12 +50,13 @@ class ObjectColumns:
         )
 
     @classmethod
-    def from_listings(cls, rows: Sequence[dict[str, Any]]) -> ObjectColumns | None:
-        """From the per-type id listings (stored query ``id-listings``): ids and types only, the sizes
-        zero; None when a listing is missing (a snapshot stored before listings, or pruned)."""
+    def from_listings(cls, rows: Sequence[dict[str, Any]], store_version: int) -> ObjectColumns | None:
+        """From the per-type id listings (stored query ``id-listings``) of a snapshot stored at
+        ``store_version``: ids and types only, the sizes zero; None when a listing is missing (a
+        snapshot stored before listings, or pruned)."""
         if any(r["ids"] is None for r in rows):
             return None
-        parts = [np.frombuffer(r["ids"], dtype=LISTING_DTYPE) for r in rows]
+        parts = [listing_ids(r["ids"], store_version) for r in rows]
         ids = np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
         zero = np.zeros(ids.size, dtype=np.int64)
         return cls(

@@ -6,7 +6,8 @@
 //
 // No row when the type has no :TypeGroup (only the root, synthetic or unreachable objects have it)
 // and null listings for a snapshot stored before listings were: `find` then reads every object
-// (stored query `find`). The byte arrays hold int64 little-endian values; see docs/data-model.md.
+// (stored query `find`). The byte arrays are packed since store version 6 (zlib over the values'
+// bytes regrouped by significance) and raw little-endian values before; see docs/data-model.md.
 // A load writes the listings after every object, just before `objects_ready` turns true.
 MATCH (s:Snapshot {tag: $tag, status: 'ready'})
 MATCH (t:TypeGroup {sid: s.sid, type: $type})

@@ -62,7 +62,7 @@ def counts(database: Database, sid: int) -> dict[str, int]:
         "CALL () { MATCH (o:Object {sid: $sid}) WHERE o.id IS NOT NULL RETURN count(o) AS objects } "
         "CALL () { MATCH (o:Object {sid: $sid})-[r]->() WHERE o.id IS NOT NULL RETURN count(r) AS references } "
         "CALL () { MATCH (g:TypeGroup {sid: $sid}) WHERE g.type IS NOT NULL RETURN count(g) AS types, "
-        "          count(g.listing_ids) AS listings } "
+        "          count(CASE WHEN any(name IN keys(g) WHERE name STARTS WITH 'listing_') THEN 1 END) AS listings } "
         "CALL () { MATCH (g:PathGroup {sid: $sid}) WHERE g.sig IS NOT NULL RETURN count(g) AS paths } "
         "CALL () { MATCH (s:Snapshot {sid: $sid}) RETURN count(s) AS snapshots } "
         "RETURN objects, references, types, listings, paths, snapshots",

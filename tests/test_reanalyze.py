@@ -29,6 +29,7 @@ from heapdb.loader import formats, store
 from heapdb.loader.graph import NUMERIC_NAME_KINDS, Detachedness, HeapGraph
 from heapdb.loader.store import read_back, writer
 from heapdb.units import shorten
+from tests.support import old_versions
 from tests.support.snapshots import Loaded
 from tests.test_load_rules import OWNS_RULES as RULES  # ownership by path and edge name, and buckets
 
@@ -162,6 +163,57 @@ def test_reanalyze_without_rules_is_the_plain_load(database: Database, loads: Lo
     assert_same_analysis(database, answer["sid"], sid_of(database, loads.plain))
     node = snapshot_node(database, answer["sid"])
     assert not {"rules", "rules_digest", "default_rules"} & node.keys()
+
+
+def test_reanalyze_writes_a_version_4_snapshot_again_at_the_current_version(
+    database: Database, leak_snapshot: Path, loads: Loads
+) -> None:
+    """A snapshot stored at version 4 (no children lists, raw listings, the dominator index kept for
+    it) is written again by `heapdb reanalyze` as a fresh load of the file stores it, and answers as
+    that load does; the index goes once no version-4 snapshot is left."""
+    tag = f"test-reanalyze-old-{uuid.uuid4().hex[:8]}"
+    code, _, err = invoke("load", str(leak_snapshot), "--tag", tag, "--rules", "none")
+    assert code == 0, err
+    try:
+        old_versions.store_as(database, tag, 4)
+        store.ensure_schema(database)
+        assert store.schema.DOMINATOR_INDEX in indexes(database)
+        before = [invoke(*question, "--json") for question in old_questions(tag, loads.plain)]
+        answer = reanalyze(tag, "--rules", "none")
+        new_sid = answer["sid"]
+        assert snapshot_node(database, new_sid)["store_version"] == store.STORE_VERSION
+        assert_same_analysis(database, new_sid, sid_of(database, loads.plain))
+        children = database.read(
+            "MATCH (o:Object {sid: $a}) WHERE o.dominated_order IS NOT NULL WITH o "
+            "MATCH (p:Object {sid: $b, id: o.id}) RETURN count(*) AS listed, "
+            "sum(CASE WHEN o.dominated_order = p.dominated_order THEN 1 ELSE 0 END) AS same",
+            {"a": new_sid, "b": sid_of(database, loads.plain)},
+        )[0]
+        assert children["listed"] == children["same"] > 100
+        names = old_versions.stored_listings(database, tag)
+        assert names and all(isinstance(row["stored"]["listing_names"], bytes) for row in names)  # packed again
+        after = [invoke(*question, "--json") for question in old_questions(tag, loads.plain)]
+        assert all(code == 0 for code, _, _ in before) and after == before
+    finally:
+        invoke("drop", tag)
+    store.ensure_schema(database)  # the old load was replaced, the new one dropped: none of version 4
+    assert store.schema.DOMINATOR_INDEX not in indexes(database)
+
+
+def indexes(database: Database) -> set[str]:
+    return {r["name"] for r in database.read("SHOW INDEXES YIELD name RETURN name")}
+
+
+def old_questions(tag: str, other: str) -> list[tuple[str, ...]]:
+    """Questions that read the children and the listings: the tree, suspects, a type's page, find,
+    and a diff by object against ``other``."""
+    return [
+        ("suspects", tag, "--share", "0.01"),
+        ("heapdomstats", tag),
+        ("instances", tag, "--type", "LeakedItem", "--sort", "distance", "--limit", "50"),
+        ("find", tag, "--type", "(string)", "--name-contains", "item-1", "--limit", "20"),
+        ("diff", other, tag, "--by", "object"),
+    ]
 
 
 def test_reanalyze_refuses_an_unknown_tag(database: Database) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 from heapdb import progress
 from heapdb.db import Database
 from heapdb.loader.store.batches import DEFAULT_BATCH, chunks, run_batches
-from heapdb.loader.store.listings import DroppedReferences, TypeListing
+from heapdb.loader.store.listings import LISTING_PROPERTIES, DroppedReferences, TypeListing
 
 CREATE_PATH_GROUPS = """
 UNWIND $rows AS r
@@ -78,12 +78,10 @@ GROUP_KINDS = (
     GroupKind("ShapeGroup", "shape", CREATE_SHAPE_GROUPS, "shape groups"),
 )
 
-SET_TYPE_LISTINGS = """
+SET_TYPE_LISTINGS = f"""
 UNWIND $rows AS r
-MATCH (t:TypeGroup {sid: $sid, type: r.type})
-SET t.listing_ids = r.listing_ids, t.listing_names = r.listing_names, t.listing_name_ends = r.listing_name_ends,
-    t.listing_self_sizes = r.listing_self_sizes, t.listing_distances = r.listing_distances,
-    t.listing_path_sigs = r.listing_path_sigs
+MATCH (t:TypeGroup {{sid: $sid, type: r.type}})
+SET {", ".join(f"t.{name} = r.{name}" for name in LISTING_PROPERTIES)}
 """
 # Type listings go in transactions of about this many bytes (a listing holds about 20 bytes per
 # object of its type): a few transactions for millions of objects, rather than one per type.

@@ -42,6 +42,7 @@ from heapdb import config
 from heapdb.db import Database, translate_errors
 from heapdb.errors import HeapdbError, LoadError, NotFound
 from heapdb.loader.store.groups import GROUP_KINDS
+from heapdb.loader.store.listings import LISTING_PROPERTIES
 from heapdb.loader.store.schema import ensure_schema
 from heapdb.processes import pid_alive
 from heapdb.progress import PROGRESS_FILE_VARIABLE
@@ -270,7 +271,7 @@ def delete_objects(
         if keep_summaries:
             run(
                 "MATCH (g:TypeGroup {sid: $sid}) WHERE g.type IS NOT NULL AND g.listing_ids IS NOT NULL "
-                "REMOVE g.listing_ids, g.listing_names, g.listing_name_ends"
+                f"REMOVE {', '.join(f'g.{name}' for name in LISTING_PROPERTIES)}"
             )
         else:
             for kind in GROUP_KINDS:

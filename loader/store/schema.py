@@ -14,12 +14,14 @@ from heapdb.db import Database, translate_errors
 # :FIRST relationships; snapshots answer before their references are written (`references_ready`).
 # 4: path groups name their largest members (`samples`); no index on objects' path signatures.
 # 5: each object lists its children in the dominator tree (`dominated_order`), and no index over
-# every object's dominator is kept for the snapshot.
-STORE_VERSION = 5
+# every object's dominator is kept for the snapshot. 6: type listings are stored packed (see
+# heapdb.loader.store.listings, PACKED_LISTINGS_VERSION).
+STORE_VERSION = 6
 # Snapshots stored before the version was recorded carry no store_version property.
 FIRST_STORE_VERSION = 1
 # The oldest version questions answer: a version-4 snapshot differs only in finding children in the
-# dominator index (DOMINATOR_INDEX), which the queries that walk the tree fall back to.
+# dominator index (DOMINATOR_INDEX), which the queries that walk the tree fall back to, and a version-4
+# or 5 one in its type listings' raw arrays, which TypeListing reads as well.
 OLDEST_ANSWERED_VERSION = 4
 
 # An object's children in the dominator tree, for snapshots stored before version 5 (with the
