@@ -9,7 +9,9 @@ from heapdb.db import Database
 from heapdb.loader.store.listings import LISTING_PROPERTIES, PACKED_LISTINGS_VERSION, TypeListing
 from heapdb.loader.store.schema import STORE_VERSION
 
-_TYPES = "MATCH (s:Snapshot {tag: $tag}) MATCH (t:TypeGroup {sid: s.sid}) WHERE t.listing_ids IS NOT NULL "
+# The tag's ready load only: one it replaced keeps the tag until the purger has freed it.
+_SNAPSHOT = "MATCH (s:Snapshot {tag: $tag, status: 'ready'}) "
+_TYPES = _SNAPSHOT + "MATCH (t:TypeGroup {sid: s.sid}) WHERE t.listing_ids IS NOT NULL "
 
 
 def stored_listings(database: Database, tag: str) -> list[dict[str, Any]]:
@@ -47,9 +49,7 @@ def store_as(database: Database, tag: str, version: int) -> list[dict[str, Any]]
         {"tag": tag, "rows": rows, "version": version},
     )
     if version < 5:
-        database.write(
-            "MATCH (s:Snapshot {tag: $tag}) MATCH (o:Object {sid: s.sid}) REMOVE o.dominated_order", {"tag": tag}
-        )
+        database.write(_SNAPSHOT + "MATCH (o:Object {sid: s.sid}) REMOVE o.dominated_order", {"tag": tag})
     return saved
 
 
