@@ -62,7 +62,7 @@ class FieldValues:
     buf: np.ndarray  # uint8: the dump, memory-mapped
     first: int  # the node of object 0 (objects follow the classes, in node order)
     offset: np.ndarray  # int64[k]: where object k's field data or elements start in buf
-    length: np.ndarray  # int64[k]: an instance's field bytes, an array's element count
+    length: np.ndarray  # uint32[k]: an instance's field bytes, an array's element count (a u4 in hprof)
     layout: np.ndarray  # int32[k]: an instance's index into ``layouts``; -1 for none
     element: np.ndarray  # uint8[k]: a primitive array's element type code; 0 for other objects
     layouts: list[tuple[PrimitiveField, ...]]

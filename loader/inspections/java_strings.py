@@ -99,7 +99,7 @@ def _characters(
     coder = _coders(values, nodes - values.first)
     wide = (code == _CHAR) | (coder == UTF16)
     little = (code == _BYTE) & wide
-    elements = values.length[array]
+    elements = values.length[array].astype(np.int64)
     count = np.where(code == _BYTE, np.where(wide, elements // 2, elements), elements)
     return nodes.astype(np.int64), values.offset[array], count.astype(np.int64), wide, little
 

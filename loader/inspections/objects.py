@@ -362,7 +362,7 @@ def _arrays(graph: HeapGraph, reached: np.ndarray) -> tuple[np.ndarray, np.ndarr
         return np.zeros(0, dtype=np.int64), np.zeros((0, 3), dtype=np.int64)
     arrays = np.flatnonzero((values.element != 0) & reached[values.first : values.first + values.element.size])
     code = values.element[arrays].astype(np.int64)
-    count = values.length[arrays]
+    count = values.length[arrays].astype(np.int64)
     # One sort finds the arrays whose type and length another array shares.
     shape = code * (1 << 40) + count
     order = np.argsort(shape, kind="stable")

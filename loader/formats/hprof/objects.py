@@ -5,6 +5,7 @@ type, shallow size and primitive field layout, written straight into the graph's
 from __future__ import annotations
 
 import numba
+import numpy as np
 
 from heapdb.loader.formats.hprof.layout import ARRAY_OVERHEAD, OBJECT_ALIGNMENT
 from heapdb.loader.formats.hprof.scan import lower_bound
@@ -40,11 +41,12 @@ def instance_fits(obj_kind, cls, obj_len, field_bytes, complete, fits, used):
         if c < 0:
             unknown += 1
             continue
+        n = np.int64(obj_len[i])  # uint32: compared as a signed integer, never unsigned arithmetic
         if complete[c]:
-            ok = obj_len[i] == field_bytes[c]
+            ok = n == field_bytes[c]
         else:
             incomplete += 1
-            ok = obj_len[i] >= field_bytes[c]
+            ok = n >= field_bytes[c]
         if ok:
             fits[i] = 1
             used[c] = True
@@ -66,7 +68,7 @@ def object_nodes(
     for i in range(obj_kind.shape[0]):
         k = obj_kind[i]
         c = cls[i]
-        n = obj_len[i]
+        n = np.int64(obj_len[i])
         fit = fits[i] != 0
         if k == 1:
             raw = header + n - (ref_fields[c] * shrink if c >= 0 else 0)

@@ -349,7 +349,8 @@ def object_edges(
                 edge_name[m] = class_label
             m += 1
         if k == 1 and c >= 0:
-            if obj_len[i] < field_bytes[c] or (complete[c] and obj_len[i] != field_bytes[c]):
+            n = np.int64(obj_len[i])  # uint32: no unsigned arithmetic
+            if n < field_bytes[c] or (complete[c] and n != field_bytes[c]):
                 st[ST_ERROR] = 4 if complete[c] else 7
                 st[ST_ERROR_AT] = record_start(k, obj_off[i], id_size)
                 return m - base
@@ -371,7 +372,7 @@ def object_edges(
                 j = declaring[parent[j]] if parent[j] >= 0 else -1
         elif k == 2:
             at = obj_off[i]
-            for e in range(obj_len[i]):
+            for e in range(np.int64(obj_len[i])):
                 target = _id(buf, at + e * id_size, id_size)
                 if target != 0:
                     t = _probe(ids, slots, bits, target)
