@@ -20,7 +20,7 @@ DISTANCE_DTYPE = np.dtype("<i4")  # a TypeListing's distances
 
 # From this store version on, a listing's columns are stored packed (:func:`pack`); before it, as the
 # raw bytes of their values, and the names as a string. Packed, listings take 5 to 60 times less room
-# (docs/benchmarks.md, "A leaner store"): 132 MB raw against 2 MB for the 220 MB snapshot, 623 MB
+# (docs/benchmarks.md, "Packed type listings"): 132 MB raw against 2 MB for the 220 MB snapshot, 623 MB
 # against 84 MB for a 1.3 GB one of 13 million varied objects. Reading one back costs a decompression
 # in the process that asks: 1.7 s for every listing of those 13 million objects.
 PACKED_LISTINGS_VERSION = 6
@@ -108,10 +108,11 @@ class TypeListing:
     ``listing_distances`` (of :data:`DISTANCE_DTYPE`, -1 where the root does not reach the object),
     ``listing_path_sigs`` (of :data:`LISTING_DTYPE`, the signature of each object's first retainer
     path, 0 where there is none) and ``listing_names``, the objects' stored names joined into one
-    string, as UTF-8; object ``i``'s name is ``names[ends[i - 1]:ends[i]]``, in characters. A search for a text in the names of a type with 400,000 objects
-    is then one substring search in one string, in process, instead of reading 400,000 nodes, and a
-    page of them by self size or distance one sort of two arrays, and the objects of one retainer
-    path (a row of a diff by path) one comparison. Loads of an older heapdb have no sizes and
+    string, as UTF-8; object ``i``'s name is ``names[ends[i - 1]:ends[i]]``, in characters. A search
+    for a text in the names of a type with 400,000 objects is then one substring search in one
+    string, in process, instead of reading 400,000 nodes, and a page of them by self size or
+    distance one sort of two arrays, and the objects of one retainer path (a row of a diff by path)
+    one comparison. Loads of an older heapdb have no sizes and
     distances, or no path signatures (None): those orders and filters are read object by object.
     """
 
