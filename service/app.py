@@ -26,6 +26,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Annotated, Any
 from urllib.parse import quote_from_bytes, unquote, unquote_to_bytes
 
@@ -59,10 +60,12 @@ from heapdb.service import (
     question_pages,
     rule_pages,
     rule_routes,
+    schemas,
     warmup,
 )
-from heapdb.service.pressure import IN_FLIGHT, busy
+from heapdb.service.pressure import IN_FLIGHT, busy, request_turns
 from heapdb.service.question_routes import add_question_routes
+from heapdb.service.turns import TurnCounts, Turns
 
 
 class DatabaseHandle:
@@ -84,6 +87,24 @@ class DatabaseHandle:
             if self._database is None:
                 self._database = self._connect()
             return self._database
+
+
+def takes_turns(method: str, path: str) -> bool:
+    """Whether a request waits its turn (service.turns): every question and page, read with GET or
+    HEAD. Not the health check, which should say at once how busy the service is, nor the pages'
+    static files, nor a write: an upload holds its request for as long as its body takes to come."""
+    return method in ("GET", "HEAD") and path != links.HEALTH and not path.startswith(links.STATIC + "/")
+
+
+@dataclass(frozen=True)
+class Health:
+    """What ``/api/health`` answers: ``requests`` says how many requests are being answered now and
+    how many wait their turn (HEAPDB_REQUESTS_AT_ONCE); null when their number is not limited."""
+
+    status: str
+    heapdb: str
+    neo4j: tuple[str, ...]
+    requests: TurnCounts | None
 
 
 # While the service is busy (pressure.busy), the listing of the snapshots is answered from one read
@@ -180,12 +201,18 @@ class Guard:
     """
 
     def __init__(
-        self, app: ASGIApp, token: str | None, write_token: str | None = None, tokens: access.Tokens | None = None
+        self,
+        app: ASGIApp,
+        token: str | None,
+        write_token: str | None = None,
+        tokens: access.Tokens | None = None,
+        turns: Turns | None = None,
     ) -> None:
         self.app = app
         self.token = token
         self.write_token = write_token  # uploads, cancels and rule sets (see intake.is_write); it reads too
         self.tokens = tokens
+        self.turns = turns  # how many requests are answered at once (pressure.request_turns)
 
     async def __call__(self, scope: ASGIScope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -215,7 +242,11 @@ class Guard:
         scoped = access.using(caller) if caller is not None else None
         IN_FLIGHT.count += 1  # how busy the service is, for the loads it runs (pressure.py)
         try:
-            await self.app(scope, receive, send_tracked)
+            if self.turns is None or not takes_turns(scope["method"], scope["path"]):
+                await self.app(scope, receive, send_tracked)
+            else:
+                async with self.turns.turn():
+                    await self.app(scope, receive, send_tracked)
         except Exception as e:
             if started:  # too late for an answer of our own
                 raise
@@ -300,6 +331,7 @@ def create_app(
         description="Heap snapshots from many builds in Neo4j: why is this object alive, what leaked, what holds the heap.",
     )
     handle = DatabaseHandle(connect)
+    turns = request_turns()
     app.state.database = handle
     query_timeout = params.query_timeout(timeout)
     api_token = token if token is not None else settings.API_TOKEN.get()
@@ -343,14 +375,15 @@ def create_app(
             {"error": str(error.detail)}, status_code=error.status_code, headers=getattr(error, "headers", None)
         )
 
-    @app.get(links.HEALTH, summary="Whether the service can reach Neo4j")
+    @app.get(
+        links.HEALTH,
+        summary="Whether the service can reach Neo4j, and how many requests it answers and how many wait",
+        response_model=schemas.json_type(Health),
+    )
     def health() -> dict[str, object]:
         rows = handle.get().read("CALL dbms.components() YIELD name, versions, edition RETURN *", timeout=10)
-        return {
-            "status": "ok",
-            "heapdb": __version__,
-            "neo4j": [f"{r['name']} {r['versions'][0]} {r['edition']}" for r in rows],
-        }
+        neo4j = tuple(f"{r['name']} {r['versions'][0]} {r['edition']}" for r in rows)
+        return links.to_json(Health("ok", __version__, neo4j, turns.counts() if turns is not None else None))
 
     @app.get(
         links.SNAPSHOTS,
@@ -407,6 +440,6 @@ def create_app(
     gate_run_pages.add_gate_run_pages(app, questions)
     query_pages.add_query_pages(app, questions)
     intake.add_intake(app, handle.get)
-    app.add_middleware(Guard, token=api_token, write_token=write_token, tokens=tokens)
+    app.add_middleware(Guard, token=api_token, write_token=write_token, tokens=tokens, turns=turns)
     app.add_middleware(RouteOnRawPath)  # outermost: before the other middleware and the routing
     return app

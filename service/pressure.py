@@ -19,6 +19,9 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from heapdb import settings
+from heapdb.service.turns import Turns
+
 LOOK_SECONDS = 0.02
 WINDOW_SECONDS = 0.2
 
@@ -32,6 +35,14 @@ class InFlight:
 
 IN_FLIGHT = InFlight()
 CORES = os.cpu_count() or 1
+
+
+def request_turns() -> Turns | None:
+    """The turns the service's requests take (HEAPDB_REQUESTS_AT_ONCE, by default twice the cores;
+    None for no limit): see :mod:`heapdb.service.turns`."""
+    size = settings.REQUESTS_AT_ONCE.get()
+    size = 2 * CORES if size is None else size
+    return Turns(size) if size else None
 
 
 def busy(in_flight: InFlight = IN_FLIGHT) -> bool:

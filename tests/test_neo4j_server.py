@@ -82,7 +82,17 @@ def test_status_shows_store_and_log_sizes(database: Database) -> None:
 def test_the_jvm_runs_the_collector_the_settings_name(neo4j_server_settings: config.ManagedSettings) -> None:
     java = Path(f"/proc/{neo4j_server.running_pid()}/cmdline").read_bytes().split(b"\0")
     chosen = [flag for flag in java if flag.startswith(b"-XX:+Use") and flag.endswith(b"GC")]
-    assert chosen == [neo4j_server.gc_flag(neo4j_server_settings).encode()]
+    flags = neo4j_server.gc_flags(neo4j_server_settings)
+    assert chosen == [flags[0].encode()]
+    assert all(flag.encode() in java for flag in flags)
+
+
+def test_g1_runs_with_a_short_pause_goal_and_the_other_collectors_without() -> None:
+    def flags(gc: str) -> list[str]:
+        return neo4j_server.gc_flags(config.ManagedSettings(bolt_port=1, http_port=2, heap="1g", pagecache="1g", gc=gc))
+
+    assert flags("g1") == ["-XX:+UseG1GC", "-XX:MaxGCPauseMillis=50"]
+    assert flags("serial") == ["-XX:+UseSerialGC"] and flags("parallel") == ["-XX:+UseParallelGC"]
 
 
 # debug.log as Neo4j 5.26.30 wrote it when started after a kill -9 during a load (trimmed).

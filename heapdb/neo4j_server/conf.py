@@ -30,9 +30,21 @@ SHUTDOWN_SETTINGS = (
 )
 
 
-def gc_flag(settings: config.ManagedSettings) -> str:
-    """The JVM flag of the garbage collector the settings name (heapdb.settings.GARBAGE_COLLECTORS)."""
-    return f"-XX:+Use{GARBAGE_COLLECTORS[settings.gc]}GC"
+# G1's pause-time goal, in ms (the JVM's default is 200). Its young collections copied what the
+# loads' open transactions held, and paused Neo4j for 150 to 430 ms, often twice in a row, every few
+# seconds while a load wrote: every answer under way waited them out. With a goal of 50 ms G1 keeps
+# its young generation smaller; in the mixed-load drill the answers' p99 fell from 526 to 433 ms
+# (docs/benchmarks.md, "Requests that take turns"). The collector works more often, for about the
+# same CPU.
+G1_PAUSE_GOAL_MS = 50
+
+
+def gc_flags(settings: config.ManagedSettings) -> list[str]:
+    """The JVM flags of the garbage collector the settings name (heapdb.settings.GARBAGE_COLLECTORS)."""
+    flags = [f"-XX:+Use{GARBAGE_COLLECTORS[settings.gc]}GC"]
+    if settings.gc == "g1":
+        flags.append(f"-XX:MaxGCPauseMillis={G1_PAUSE_GOAL_MS}")
+    return flags
 
 
 def conf_text(settings: config.ManagedSettings) -> str:
@@ -42,7 +54,7 @@ def conf_text(settings: config.ManagedSettings) -> str:
         "# Written by heapdb at every start from its config file; edit that instead.",
         # heapdb starts Java itself, so the JVM's flags are not settings of this file; this line
         # says which collector runs, and makes a change of it a pending setting (settings_pending).
-        f"# The JVM runs with {gc_flag(settings)}.",
+        f"# The JVM runs with {' '.join(gc_flags(settings))}.",
         "server.default_listen_address=127.0.0.1",
         "server.default_advertised_address=127.0.0.1",
         f"server.bolt.listen_address=127.0.0.1:{settings.bolt_port}",
